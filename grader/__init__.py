@@ -1,0 +1,1 @@
+"""workshop: the course kit behind Rover. The `workshop` command lives in grader.cli."""

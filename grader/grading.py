@@ -1,0 +1,64 @@
+"""Grade a workspace: which checks apply, their outcomes, and the report in each format."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from grader import kit
+from grader.runner import Outcome, run_checks
+from grader.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Grade:
+    lesson: int
+    outcomes: list[Outcome]
+
+    @property
+    def passed(self) -> bool:
+        return all(outcome.passed for outcome in self.outcomes)
+
+    @property
+    def score(self) -> int:
+        return sum(outcome.check.points for outcome in self.outcomes if outcome.passed)
+
+    @property
+    def max_score(self) -> int:
+        return sum(outcome.check.points for outcome in self.outcomes)
+
+    def first_failure(self) -> Outcome | None:
+        return next((outcome for outcome in self.outcomes if not outcome.passed), None)
+
+    def as_json(self) -> dict:
+        return {
+            "lesson": self.lesson,
+            "passed": self.passed,
+            "score": self.score,
+            "max_score": self.max_score,
+            "checks": [
+                {
+                    "id": outcome.check.id,
+                    "lesson": outcome.check.lesson,
+                    "title": outcome.check.title,
+                    "status": outcome.status,
+                    "message": outcome.message,
+                    "hints": [] if outcome.passed else list(outcome.check.hints),
+                    "points": outcome.check.points,
+                }
+                for outcome in self.outcomes
+            ],
+        }
+
+
+def checks_up_to(lesson: int) -> list[kit.Check]:
+    """Every check of lessons 0..lesson: earlier lessons keep counting, so regressions show."""
+    return [check for number in range(lesson + 1) for check in kit.lesson(number).checks]
+
+
+def grade(workspace: Workspace, only: int | None = None) -> Grade:
+    checks = list(kit.lesson(only).checks) if only is not None else checks_up_to(workspace.lesson)
+    return Grade(workspace.lesson, run_checks(workspace.path, checks))
+
+
+def dumps(grade: Grade) -> str:
+    return json.dumps(grade.as_json(), indent=2)

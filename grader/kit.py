@@ -1,0 +1,93 @@
+"""Where the kit's files are, and the lesson manifest that names everything else.
+
+In a clone or an editable install the kit is the repo itself; a built wheel carries the same
+folders inside the package, under grader/kit/.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@lru_cache(maxsize=1)
+def root() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "kit"
+    return packaged if (packaged / "copier.yml").is_file() else here.parent
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    lesson: int
+    title: str
+    hints: tuple[str, ...]
+    points: int = 1
+
+
+@dataclass(frozen=True)
+class Lesson:
+    number: int
+    title: str
+    tool: str
+    file: str
+    scenario: str
+    checks: tuple[Check, ...]
+
+    @property
+    def id(self) -> str:
+        return f"lesson-{self.number}"
+
+    @property
+    def text(self) -> Path:
+        return root() / "lessons" / self.id / "README.md"
+
+    @property
+    def script(self) -> Path:
+        return root() / "lessons" / self.id / "scenario.json"
+
+    @property
+    def stub(self) -> Path:
+        return root() / "rover" / "template" / f"{self.file}.jinja"
+
+    @property
+    def solution(self) -> Path:
+        return root() / "solutions" / self.file
+
+
+@lru_cache(maxsize=1)
+def lessons() -> tuple[Lesson, ...]:
+    manifest = tomllib.loads((root() / "lessons" / "manifest.toml").read_text(encoding="utf-8"))
+    found = []
+    for key, table in manifest.items():
+        number = int(key.removeprefix("lesson-"))
+        checks = tuple(
+            Check(check_id, number, spec["title"], tuple(spec["hints"]), spec.get("points", 1))
+            for check_id, spec in table.get("checks", {}).items()
+        )
+        found.append(Lesson(number, table["title"], table["tool"], table["file"], table["scenario"], checks))
+    return tuple(sorted(found, key=lambda lesson: lesson.number))
+
+
+def lesson(number: int) -> Lesson:
+    return lessons()[number]
+
+
+class UnknownLesson(ValueError):
+    pass
+
+
+def parse_lesson_id(text: str) -> int:
+    """'lesson-3' or '3' to 3; anything else names the lessons there are."""
+    number = text.removeprefix("lesson-")
+    if number.isdigit() and int(number) < len(lessons()):
+        return int(number)
+    names = ", ".join(lesson.id for lesson in lessons())
+    raise UnknownLesson(f"there is no lesson {text!r}; the lessons are {names}")

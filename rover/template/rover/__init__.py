@@ -1,0 +1,1 @@
+"""Rover: a small coding agent, grown one tool per lesson."""

@@ -1,0 +1,64 @@
+"""The model side of the loop: what a reply is, what a model must do, and a model that replays a script.
+
+The loop only ever calls `complete`. Anything with that method will do: the Anthropic API,
+a local server that speaks its protocol, or the scripted model below, which makes runs
+repeatable and lets the grader drive your loop without a network or a key.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass
+class Reply:
+    """One assistant turn: content blocks as plain dicts, why it stopped, and what it cost."""
+
+    content: list[dict]
+    stop_reason: str
+    usage: dict = field(default_factory=dict)
+
+
+class Model(Protocol):
+    def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply: ...
+
+
+class ScriptError(Exception):
+    """The run left the script: it ran out of turns, or a result lacked what the script expected."""
+
+
+class ScriptedModel:
+    """Replays the turns of a script, one per call, checking each turn's `expect` on the way.
+
+    A script is {"turns": [{"content": [...], "stop_reason": "tool_use", "expect": "..."}]}.
+    `expect` is text the tool results just sent must contain, so a replay notices when the
+    tools under it behave differently from the run that was recorded.
+    """
+
+    def __init__(self, turns: list[dict]):
+        self.turns = turns
+        self.calls: list[dict] = []
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        return cls(json.loads(Path(path).read_text(encoding="utf-8"))["turns"])
+
+    def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
+        self.calls.append({"system": system, "messages": json.loads(json.dumps(messages)), "tools": tools})
+        number = len(self.calls)
+        if number > len(self.turns):
+            raise ScriptError(f"the script has {len(self.turns)} turns and the loop asked for turn {number}")
+        turn = self.turns[number - 1]
+        if "expect" in turn:
+            _check_expectation(turn["expect"], messages, number)
+        return Reply(turn["content"], turn.get("stop_reason", "end_turn"), turn.get("usage", {}))
+
+
+def _check_expectation(expected: str, messages: list[dict], number: int) -> None:
+    last = messages[-1]["content"] if messages else ""
+    blocks = last if isinstance(last, list) else [{"type": "text", "text": last}]
+    seen = "\n".join(str(block.get("content", block.get("text", ""))) for block in blocks)
+    if expected not in seen:
+        raise ScriptError(f"turn {number} expected the tool results to contain {expected!r}, but they were:\n{seen[:600]}")

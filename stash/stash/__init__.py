@@ -1,0 +1,1 @@
+"""stash: a small feed reader. Add feeds, read their entries."""
