@@ -17,3 +17,7 @@ def main() -> None:
 main.add_command(start_command)
 main.add_command(check_command)
 main.add_command(dev_group)
+
+
+if __name__ == "__main__":
+    main()

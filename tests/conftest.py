@@ -1,0 +1,55 @@
+"""Shared fixtures: rendered workspaces (rendered once per session, copied per test)."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.start import render
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def rendered(tmp_path_factory):
+    """rendered(lesson, solved) -> a pristine workspace path, shared: copy it before changing it."""
+    cache: dict[tuple[int, bool], Path] = {}
+
+    def get(lesson: int, solved: bool = False) -> Path:
+        if (lesson, solved) not in cache:
+            cache[lesson, solved] = render(lesson, tmp_path_factory.mktemp(f"lesson{lesson}{'s' if solved else ''}") / "ws", solved)
+        return cache[lesson, solved]
+
+    return get
+
+
+@pytest.fixture
+def workspace(rendered, tmp_path):
+    """workspace(lesson, solved) -> a private copy of a rendered workspace."""
+
+    def make(lesson: int, solved: bool = False) -> Path:
+        target = tmp_path / f"ws-{lesson}{'-solved' if solved else ''}"
+        shutil.copytree(rendered(lesson, solved), target)
+        return target
+
+    return make
+
+
+@pytest.fixture
+def solved_rover(rendered, monkeypatch):
+    """Import the reference Rover (all lessons solved) as `rover`, for calling tools directly."""
+    root = rendered(max_lesson(), True)
+    monkeypatch.syspath_prepend(str(root))
+    for name in [name for name in sys.modules if name == "rover" or name.startswith("rover.")]:
+        monkeypatch.delitem(sys.modules, name)
+    import rover.tools
+
+    return rover.tools
+
+
+def max_lesson() -> int:
+    from grader import kit
+
+    return len(kit.lessons()) - 1

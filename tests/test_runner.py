@@ -1,0 +1,75 @@
+"""The grader survives whatever student code does: loops, exits, crashes, floods, syntax errors."""
+from __future__ import annotations
+
+import time
+
+from grader import kit
+from grader.runner import run_checks
+
+BROKEN_READ = {
+    "an endless loop": "def run(cwd, path, offset=1, limit=None):\n    while True:\n        pass\n",
+    "sys.exit": "import sys\n\ndef run(cwd, path, offset=1, limit=None):\n    sys.exit(3)\n",
+    "os._exit": "import os\n\ndef run(cwd, path, offset=1, limit=None):\n    os._exit(7)\n",
+    "a flood of output": "import os\n\ndef run(cwd, path, offset=1, limit=None):\n"
+                         "    for _ in range(20000):\n        print('spam ' * 50)\n        os.write(2, b'x' * 500)\n"
+                         "    raise ValueError('after the flood')\n",
+}
+
+
+def _break_read(root, body: str) -> None:
+    header = (root / "rover/tools/read.py").read_text().split("def run(")[0]
+    (root / "rover/tools/read.py").write_text(header + body)
+
+
+def _read_checks(*ids: str) -> list[kit.Check]:
+    return [check for check in kit.lesson(1).checks if check.id in ids]
+
+
+def test_an_endless_loop_times_out_and_later_checks_still_run(workspace):
+    root = workspace(1)
+    _break_read(root, BROKEN_READ["an endless loop"])
+    started = time.monotonic()
+    outcomes = run_checks(root, _read_checks("read.numbered", "read.missing"), time_limit=1.5, jobs=1)
+    assert [outcome.status for outcome in outcomes] == ["timeout", "timeout"]
+    assert "1 s" in outcomes[0].message or "2 s" in outcomes[0].message
+    assert time.monotonic() - started < 8
+
+
+def test_sys_exit_is_an_error_that_names_it(workspace):
+    root = workspace(1)
+    _break_read(root, BROKEN_READ["sys.exit"])
+    [outcome] = run_checks(root, _read_checks("read.missing"), jobs=1)
+    assert outcome.status == "error"
+    assert "sys.exit(3)" in outcome.message
+
+
+def test_os_exit_kills_only_its_check(workspace):
+    root = workspace(1)
+    _break_read(root, BROKEN_READ["os._exit"])
+    outcomes = run_checks(root, [*_read_checks("read.numbered"), *kit.lesson(0).checks[:1]], jobs=1)
+    assert outcomes[0].status == "error" and "exit status 7" in outcomes[0].message
+    assert outcomes[1].status == "passed", "the next check runs in a fresh worker"
+
+
+def test_a_flood_of_output_does_not_drown_the_report(workspace):
+    root = workspace(1)
+    _break_read(root, BROKEN_READ["a flood of output"])
+    [outcome] = run_checks(root, _read_checks("read.numbered"), jobs=1)
+    assert outcome.status == "failed"
+    assert "after the flood" in outcome.message
+
+
+def test_a_syntax_error_names_the_file_and_line(workspace):
+    root = workspace(1)
+    (root / "rover/tools/read.py").write_text("def run(cwd, path:\n    pass\n")
+    outcomes = run_checks(root, [*_read_checks("read.numbered"), kit.lesson(0).checks[0]])
+    assert all(outcome.status == "error" for outcome in outcomes), "the registry imports read.py, so every check sees it"
+    assert "SyntaxError in rover/tools/read.py line 1" in outcomes[0].message
+
+
+def test_outcomes_keep_the_manifest_order_across_workers(workspace):
+    root = workspace(1, solved=True)
+    checks = list(kit.lesson(0).checks) + list(kit.lesson(1).checks)
+    outcomes = run_checks(root, checks, jobs=2)
+    assert [outcome.check.id for outcome in outcomes] == [check.id for check in checks]
+    assert all(outcome.passed for outcome in outcomes)
