@@ -30,6 +30,7 @@ class Check:
     title: str
     hints: tuple[str, ...]
     points: int = 1
+    slow: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,11 @@ class Lesson:
 
     @property
     def stub(self) -> Path:
-        return root() / "rover" / "template" / f"{self.file}.jinja"
+        """The template file, whose name may carry a lesson condition: `{% if lesson is ge 2 %}bash.py{% endif %}.jinja`."""
+        folder, name = (root() / "rover" / "template" / self.file).parent, Path(self.file).name
+        found = [path for path in folder.glob("*.jinja") if path.name in (f"{name}.jinja", f"{name}{{% endif %}}.jinja")
+                 or path.name.endswith(f"%}}{name}{{% endif %}}.jinja")]
+        return found[0] if found else folder / f"{name}.jinja"
 
     @property
     def solution(self) -> Path:
@@ -69,7 +74,7 @@ def lessons() -> tuple[Lesson, ...]:
     for key, table in manifest.items():
         number = int(key.removeprefix("lesson-"))
         checks = tuple(
-            Check(check_id, number, spec["title"], tuple(spec["hints"]), spec.get("points", 1))
+            Check(check_id, number, spec["title"], tuple(spec["hints"]), spec.get("points", 1), spec.get("slow", False))
             for check_id, spec in table.get("checks", {}).items()
         )
         found.append(Lesson(number, table["title"], table["tool"], table["file"], table["scenario"], checks))

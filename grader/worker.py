@@ -1,9 +1,10 @@
-"""The process the checks run in: `python -m grader.worker WORKSPACE FD CHECK_ID...`.
+"""The process the checks run in: `python -m grader.worker WORKSPACE ORDERS_FD REPORT_FD`.
 
 It imports the student's code, so anything can happen here: infinite loops, sys.exit,
 os._exit, a flood of output. The parent (grader.runner) owns the clock and the kill switch;
-this side only runs checks in order and reports each one as a JSON line on file descriptor FD.
-Its own stdout and stderr go to /dev/null, so printing cannot drown the report.
+this side reads check ids, one per line, from ORDERS_FD, runs each, and reports it as a JSON
+line on REPORT_FD. Its own stdin, stdout and stderr are /dev/null, so nothing the student's
+code reads or prints can get mixed into the conversation.
 """
 from __future__ import annotations
 
@@ -17,15 +18,17 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> None:
-    workspace, fd, check_ids = Path(argv[0]), int(argv[1]), argv[2:]
-    report = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+    workspace, orders, report = Path(argv[0]), os.fdopen(int(argv[1]), encoding="utf-8"), os.fdopen(int(argv[2]), "w", buffering=1, encoding="utf-8")
     _silence_output()
     sys.path.insert(0, str(workspace))
+    # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
     from grader import checks
 
-    for check_id in check_ids:
-        report.write(json.dumps({"start": check_id}) + "\n")
+    for line in orders:
+        check_id = line.strip()
         status, message = _run_one(checks, check_id, workspace)
         report.write(json.dumps({"id": check_id, "status": status, "message": message}) + "\n")
 

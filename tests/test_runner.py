@@ -31,7 +31,7 @@ def test_an_endless_loop_times_out_and_later_checks_still_run(workspace):
     started = time.monotonic()
     outcomes = run_checks(root, _read_checks("read.numbered", "read.missing"), time_limit=1.5, jobs=1)
     assert [outcome.status for outcome in outcomes] == ["timeout", "timeout"]
-    assert "1 s" in outcomes[0].message or "2 s" in outcomes[0].message
+    assert "still running after 1.5 s" in outcomes[0].message
     assert time.monotonic() - started < 8
 
 

@@ -1,0 +1,146 @@
+"""bash: run one shell command, wait for it, and return the end of what it printed.
+
+The model learns what happened from the output, so it has to be complete where it matters
+(the end: the summary line, the error) and bounded where it does not. The tail comes back;
+the whole output goes to a file the model can read or search if the tail is not enough.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+
+from rover.tools.limits import MAX_BYTES, MAX_LINES, format_size
+from rover.tools.result import ToolResult
+
+NAME = "bash"
+DEFAULT_TIMEOUT = 120
+DESCRIPTION = (
+    "Run a bash command in the working directory and wait for it to finish. stdout and stderr come back "
+    f"merged, in the order they were written. Only the last {MAX_LINES} lines or {format_size(MAX_BYTES)} are "
+    "shown; when output is cut, the full output is saved to a file named at the end. "
+    f"Commands are killed after `timeout` seconds (default {DEFAULT_TIMEOUT}). There is no input: "
+    "do not run interactive programs."
+)
+INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The command, run with bash -c."},
+        "timeout": {"type": "number", "minimum": 1, "description": f"Seconds before it is killed. Default {DEFAULT_TIMEOUT}."},
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+class Tail:
+    """The last MAX_LINES lines within MAX_BYTES of a stream, in constant memory."""
+
+    def __init__(self) -> None:
+        self.lines: deque[bytes] = deque()
+        self.size = 0
+        self.total = 0  # every line seen, kept or not
+        self.truncated = False
+        self.partial = b""
+
+    def feed(self, chunk: bytes) -> None:
+        *complete, self.partial = (self.partial + chunk).split(b"\n")
+        if len(self.partial) > MAX_BYTES:  # a line with no end in sight keeps only its tail
+            self.partial, self.truncated = self.partial[-MAX_BYTES:], True
+        if len(complete) > MAX_LINES:  # only the last MAX_LINES of a big chunk can survive anyway
+            self.total += len(complete) - MAX_LINES
+            self.truncated = True
+            complete = complete[-MAX_LINES:]
+        for line in complete:
+            self._keep(line + b"\n")
+
+    def close(self) -> None:
+        if self.partial:
+            self._keep(self.partial)
+            self.partial = b""
+
+    def _keep(self, line: bytes) -> None:
+        self.total += 1
+        if len(line) > MAX_BYTES:
+            line, self.truncated = line[-MAX_BYTES:], True
+        self.lines.append(line)
+        self.size += len(line)
+        while len(self.lines) > MAX_LINES or (self.size > MAX_BYTES and len(self.lines) > 1):
+            self.truncated = True
+            self.size -= len(self.lines.popleft())
+
+    def limit(self) -> str:
+        """Which cap shaped what is kept, as the notice names it."""
+        return f"{MAX_LINES}-line" if len(self.lines) >= MAX_LINES else format_size(MAX_BYTES)
+
+    def text(self) -> str:
+        return b"".join(self.lines).decode("utf-8", "replace").rstrip("\n")
+
+
+def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
+    spill = tempfile.NamedTemporaryFile(prefix="rover-bash-", suffix=".log", delete=False)
+    process = subprocess.Popen(
+        ["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True,  # its own process group: a timeout kills it all
+    )
+    tail = Tail()
+    timed_out = _pump(process, tail, spill, time.monotonic() + timeout)
+    spill.close()
+    tail.close()
+    text = tail.text() or "(no output)"
+    if tail.truncated:
+        first = tail.total - len(tail.lines) + 1
+        text += f"\n\n[Showing lines {first}-{tail.total} of {tail.total} ({tail.limit()} limit). Full output: {spill.name}]"
+    else:
+        os.unlink(spill.name)
+    if timed_out:
+        return ToolResult(f"{text}\n\nCommand timed out after {timeout:g} seconds", is_error=True)
+    if process.returncode != 0:
+        return ToolResult(f"{text}\n\nCommand exited with code {process.returncode}", is_error=True)
+    return ToolResult(text)
+
+
+def _pump(process: subprocess.Popen, tail: Tail, spill, deadline: float) -> bool:
+    """Copy output to the tail and the spill file until the shell exits; True if it timed out.
+
+    Reading stops when bash exits, not at end-of-file: a background job (`server &`) can keep
+    the pipe open forever, and must not keep the tool waiting with it.
+    """
+    stream = process.stdout
+    try:
+        while True:
+            ready, _, _ = select.select([stream], [], [], 0.05)
+            if ready:
+                chunk = os.read(stream.fileno(), 65536)
+                if chunk:
+                    tail.feed(chunk)
+                    spill.write(chunk)
+                    continue
+                process.wait()
+                return False
+            if process.poll() is not None:
+                _drain(stream, tail, spill)
+                return False
+            if time.monotonic() > deadline:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                _drain(stream, tail, spill)
+                return True
+    finally:
+        stream.close()
+
+
+def _drain(stream, tail: Tail, spill) -> None:
+    """Take what is already in the pipe, without waiting for writers that may never close it."""
+    stop = time.monotonic() + 1
+    while time.monotonic() < stop and select.select([stream], [], [], 0)[0]:
+        chunk = os.read(stream.fileno(), 65536)
+        if not chunk:
+            return
+        tail.feed(chunk)
+        spill.write(chunk)

@@ -1,0 +1,103 @@
+"""edit: replace exact pieces of a file, each found once, all at once or not at all.
+
+Rewriting a whole file to change a line costs tokens and risks losing what the model did not
+copy back. An edit sends only the change, and its rules keep it safe: every oldText must be
+found exactly once in the file as it was read (so the change lands where the model meant),
+no two may overlap, and the file is written once, atomically, only if every edit fits.
+"""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from rover.tools.files import write_atomic
+from rover.tools.result import ToolError, ToolResult
+
+NAME = "edit"
+DESCRIPTION = (
+    "Edit an existing file by exact replacement. Each edit's oldText must match exactly one place in the "
+    "file as it is now (copy it from a fresh read, without the line numbers) and edits must not overlap; "
+    "include enough surrounding lines to make oldText unique. All edits apply together or none do. "
+    "Returns a diff. Use write for new files."
+)
+INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The file to edit, relative to the working directory."},
+        "edits": {
+            "type": "array",
+            "minItems": 1,
+            "description": "Replacements, each matched against the original file.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "oldText": {"type": "string", "description": "Exact text to replace; must occur once."},
+                    "newText": {"type": "string", "description": "The text to put in its place."},
+                },
+                "required": ["oldText", "newText"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["path", "edits"],
+    "additionalProperties": False,
+}
+
+BOM = "\ufeff"
+
+
+def run(cwd: Path, path: str, edits: list[dict]) -> ToolResult:
+    file = cwd / path
+    if not file.is_file():
+        raise ToolError(f"File not found: {path}. edit changes existing files; use write to create one.")
+    try:
+        raw = file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{path} is not UTF-8 text; edit only changes text files.") from None
+    bom = BOM if raw.startswith(BOM) else ""
+    crlf = "\r\n" in raw
+    original = raw[len(bom):].replace("\r\n", "\n")  # match on LF text; restore CRLF on the way out
+    spans = sorted(_locate(original, path, number, edit) for number, edit in enumerate(edits, 1))
+    for (_, end, first, _), (start, _, second, _) in zip(spans, spans[1:]):
+        if start < end:
+            raise ToolError(f"Edits {first} and {second} overlap in {path}. Merge them into one edit.")
+    updated, cursor = [], 0
+    for start, end, _, new in spans:
+        updated += [original[cursor:start], new]
+        cursor = end
+    changed = "".join(updated) + original[cursor:]
+    text = changed.replace("\n", "\r\n") if crlf else changed
+    write_atomic(file, (bom + text).encode("utf-8"))
+    line = original.count("\n", 0, spans[0][0]) + 1
+    diff = "".join(difflib.unified_diff(original.splitlines(True), changed.splitlines(True), f"a/{path}", f"b/{path}"))
+    return ToolResult(f"Edited {path}: {len(spans)} replacement(s), first change at line {line}.\n\n{diff}")
+
+
+def _locate(original: str, path: str, number: int, edit: dict) -> tuple[int, int, int, str]:
+    """Where edit `number` applies: (start, end, number, newText), or a ToolError that teaches the fix."""
+    old, new = edit["oldText"].replace("\r\n", "\n"), edit["newText"].replace("\r\n", "\n")
+    if not old:
+        raise ToolError(f"Edit {number}: oldText is empty. Give the exact text to replace; use write for a new file.")
+    if old == new:
+        raise ToolError(f"Edit {number}: oldText and newText are the same, so it changes nothing. Send only real changes.")
+    start = original.find(old)
+    if start < 0:
+        raise ToolError(
+            f"Edit {number}: oldText was not found in {path}. It must match exactly, spaces and line breaks "
+            "included: read the file again and copy the text from it (without line numbers)."
+        )
+    count = _count(original, old)
+    if count > 1:
+        raise ToolError(
+            f"Edit {number}: oldText matches {count} places in {path}; it must match exactly one. "
+            "Include more of the surrounding lines to make it unique."
+        )
+    return start, start + len(old), number, new
+
+
+def _count(text: str, piece: str) -> int:
+    """Occurrences, overlapping ones included: 'aa' is in 'aaa' twice."""
+    count, start = 0, text.find(piece)
+    while start >= 0:
+        count, start = count + 1, text.find(piece, start + 1)
+    return count
