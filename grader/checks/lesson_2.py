@@ -81,6 +81,7 @@ def tail_bytes(lab: Lab) -> None:
     lines = body.split("\n")
     expect(len(lines) == 512 and all(len(line) == 99 for line in lines),
            f"1000 lines of 100 bytes under a 51,200-byte cap: expected the last 512 whole lines, got {len(lines)}")
+    expect(int(lines[0]) == 489 and int(lines[-1]) == 1000, f"the lines kept should be the last ones, 489 to 1000; got {int(lines[0])} to {int(lines[-1])}")
     spilled(text, 489, 1000, "50.0KB")
 
 

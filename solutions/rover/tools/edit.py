@@ -8,6 +8,7 @@ no two may overlap, and the file is written once, atomically, only if every edit
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 from rover.tools.files import write_atomic
@@ -44,6 +45,7 @@ INPUT_SCHEMA = {
 }
 
 BOM = "\ufeff"
+HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
 def run(cwd: Path, path: str, edits: list[dict]) -> ToolResult:
@@ -69,7 +71,7 @@ def run(cwd: Path, path: str, edits: list[dict]) -> ToolResult:
     text = changed.replace("\n", "\r\n") if crlf else changed
     write_atomic(file, (bom + text).encode("utf-8"))
     line = original.count("\n", 0, spans[0][0]) + 1
-    diff = "".join(difflib.unified_diff(original.splitlines(True), changed.splitlines(True), f"a/{path}", f"b/{path}"))
+    diff = _diff(path, original, changed, spans[0][0], spans[-1][1])
     return ToolResult(f"Edited {path}: {len(spans)} replacement(s), first change at line {line}.\n\n{diff}")
 
 
@@ -101,3 +103,21 @@ def _count(text: str, piece: str) -> int:
     while start >= 0:
         count, start = count + 1, text.find(piece, start + 1)
     return count
+
+
+def _diff(path: str, original: str, changed: str, start: int, end: int) -> str:
+    """A unified diff of the changed region only: difflib over a whole large file is slow and hungry.
+
+    Both texts agree before `start` and after `end` (shifted by the change in length), so the
+    diff of a window of whole lines around [start, end) is the diff of the files, renumbered.
+    """
+    low = original.rfind("\n", 0, start) + 1  # the start of the first changed line
+    for _ in range(3):  # and three lines of context before it
+        low = original.rfind("\n", 0, max(low - 1, 0)) + 1
+    high = end
+    for _ in range(4):  # the end of the last changed line, and three more
+        high = original.find("\n", high) + 1 or len(original)
+    shift = original.count("\n", 0, low)
+    lines = difflib.unified_diff(original[low:high].splitlines(True), changed[low:high + len(changed) - len(original)].splitlines(True),
+                                 f"a/{path}", f"b/{path}")
+    return "".join(HUNK.sub(lambda m: f"@@ -{int(m[1]) + shift}{m[2] or ''} +{int(m[3]) + shift}{m[4] or ''} @@", line) for line in lines)

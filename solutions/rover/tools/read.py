@@ -46,9 +46,9 @@ def run(cwd: Path, path: str, offset: int = 1, limit: int | None = None) -> Tool
 
 
 def _read_from(stream: BinaryIO, path: str, offset: int, want: int) -> ToolResult:
-    for skipped in range(offset - 1):  # skip a capped piece at a time: memory stays flat
-        if not _skip_line(stream):
-            raise _past_end(path, offset, skipped)
+    skipped = _skip_lines(stream, offset - 1)
+    if skipped < offset - 1:
+        raise _past_end(path, offset, skipped)
     shown: list[str] = []
     used = 0
     cut = ""
@@ -84,6 +84,21 @@ def _skip_line(stream: BinaryIO) -> int:
         size += len(piece)
         if not piece or piece.endswith(b"\n"):
             return size
+
+
+def _skip_lines(stream: BinaryIO, count: int) -> int:
+    """Move past `count` lines, a chunk at a time; return how many lines there were to skip."""
+    skipped, last = 0, b"\n"
+    while skipped < count and (chunk := stream.read(CHUNK)):
+        newlines, last = chunk.count(b"\n"), chunk[-1:]
+        if skipped + newlines >= count:  # the last line to skip ends in this chunk: stop right after it
+            end = -1
+            for _ in range(count - skipped):
+                end = chunk.index(b"\n", end + 1)
+            stream.seek(end + 1 - len(chunk), 1)
+            return count
+        skipped += newlines
+    return skipped + (last != b"\n")  # a last line without a newline still counts
 
 
 def _count_lines(stream: BinaryIO) -> int:

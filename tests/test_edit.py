@@ -1,0 +1,65 @@
+"""The reference edit tool, called directly."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def edit(solved_rover, tmp_path):
+    def call(path: str, *pairs: tuple[str, str]):
+        return solved_rover.execute("edit", {"path": path, "edits": [{"oldText": o, "newText": n} for o, n in pairs]}, tmp_path)
+
+    return call
+
+
+def test_overlapping_occurrences_count_as_several_matches(edit, tmp_path):
+    (tmp_path / "a.txt").write_text("aaa\n")
+    result = edit("a.txt", ("aa", "b"))
+    assert result.is_error and "matches 2 places" in result.text
+
+
+def test_the_overlap_error_names_both_edits_in_file_order(edit, tmp_path):
+    (tmp_path / "a.txt").write_text("one two three\n")
+    result = edit("a.txt", ("two three", "2 3"), ("one two", "1 2"))
+    assert result.is_error and "Edits 2 and 1 overlap" in result.text
+
+
+def test_a_missing_file_points_to_write(edit):
+    result = edit("new.py", ("x", "y"))
+    assert result.is_error and "use write" in result.text
+
+
+def test_a_binary_file_is_refused(edit, tmp_path):
+    (tmp_path / "blob.bin").write_bytes(b"\xff\xfe\x00abc")
+    result = edit("blob.bin", ("abc", "def"))
+    assert result.is_error and "not UTF-8 text" in result.text
+
+
+def test_edits_with_crlf_in_their_text_match_a_crlf_file(edit, tmp_path):
+    (tmp_path / "w.txt").write_bytes(b"a\r\nb\r\n")
+    assert not edit("w.txt", ("a\r\nb", "c\r\nd")).is_error
+    assert (tmp_path / "w.txt").read_bytes() == b"c\r\nd\r\n"
+
+
+def test_the_result_reports_the_count_and_the_first_line(edit, tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
+    result = edit("a.py", ("z = 3", "z = 30"), ("y = 2", "y = 20"))
+    assert result.text.startswith("Edited a.py: 2 replacement(s), first change at line 2.")
+
+
+def test_the_windowed_diff_equals_a_whole_file_diff(solved_rover):
+    import difflib
+    import random
+
+    from rover.tools.edit import _diff
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        original = "".join(f"line {n}\n" for n in range(rng.randint(1, 30)))
+        if rng.random() < 0.3:
+            original = original.rstrip("\n")
+        start = rng.randrange(len(original))
+        end = rng.randint(start + 1, min(len(original), start + 40))
+        changed = original[:start] + rng.choice(["", "X", "Y\nZ\n", "\n"]) + original[end:]
+        whole = "".join(difflib.unified_diff(original.splitlines(True), changed.splitlines(True), "a/p", "b/p"))
+        assert _diff("p", original, changed, start, end) == whole, (original, start, end, changed)
