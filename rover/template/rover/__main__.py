@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from rover.agent import Agent, TurnLimitReached
-from rover.display import Silent, Transcript
-from rover.model import Model, ScriptedModel, ScriptError
+from rover.display import Display, Silent, Transcript
+from rover.model import Model, Recorder, ScriptedModel, ScriptError
 from rover.prompt import system_prompt
 from rover.tools import TOOLS
 
@@ -17,18 +17,21 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 WORKSPACE = Path(__file__).resolve().parent.parent
 
 
+class Unusable(Exception):
+    """The command line asks for something that cannot run; the message says what would."""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    display = Silent() if args.quiet else Transcript()
     try:
-        model = _model(args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL)
-    except ValueError as problem:
+        cwd = _directory(args.cwd)
+        model = _model(args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL, display)
+    except Unusable as problem:
         print(f"rover: {problem}", file=sys.stderr)
         return 2
-    cwd = Path(args.cwd).resolve()
-    if not cwd.is_dir():
-        print(f"rover: --cwd {args.cwd} is not a directory; point it at the repo Rover should work on.", file=sys.stderr)
-        return 2
-    display = Silent() if args.quiet else Transcript()
+    if args.record:
+        model = Recorder(model, args.record)
     agent = Agent(model, cwd, system=system_prompt(list(TOOLS)), max_turns=args.max_turns, display=display)
     try:
         answer = agent.run(args.task)
@@ -39,41 +42,61 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rover: {stop}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("rover: interrupted", file=sys.stderr)
+        print("rover: interrupted" + (f"; the conversation so far is in {args.transcript}" if args.transcript else ""), file=sys.stderr)
         return 130
     except Exception as failure:
-        from rover.live import describe_failure
-
-        print(f"rover: {describe_failure(failure)}", file=sys.stderr)
+        reason = _api_failure(failure)
+        if reason is None:
+            raise  # a bug in Rover itself: the traceback is the most useful thing to show
+        print(f"rover: {reason}", file=sys.stderr)
         return 1
     finally:
         if args.transcript:
             Path(args.transcript).write_text(json.dumps(agent.messages, indent=2), encoding="utf-8")
 
 
-def _model(name: str) -> Model:
+def _directory(path: str) -> Path:
+    cwd = Path(path).resolve()
+    if not cwd.is_dir():
+        raise Unusable(f"--cwd {path} is not a directory; point it at the repo Rover should work on.")
+    return cwd
+
+
+def _model(name: str, display: Display) -> Model:
     if name.startswith("scripted:"):
         path = Path(name.removeprefix("scripted:"))
         if not path.is_file():
-            raise ValueError(f"no script at {path}; give --model scripted:FILE.json with a file that exists.")
-        return ScriptedModel.from_file(path)
+            raise Unusable(f"no script at {path}; give --model scripted:FILE.json with a file that exists.")
+        try:
+            return ScriptedModel.from_file(path)
+        except (ValueError, KeyError) as problem:
+            raise Unusable(f"{path} is not a script ({problem}); it should be JSON like {{\"turns\": [...]}}.") from None
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        raise ValueError(
-            "no model to talk to: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a local server), "
+        raise Unusable(
+            "no model to talk to: set ANTHROPIC_API_KEY (with ANTHROPIC_BASE_URL for a compatible or local server), "
             "or replay a script offline with --model scripted:FILE.json."
         )
-    from rover.live import AnthropicModel  # imported only here: the SDK takes a second to load
+    from rover.live import AnthropicModel  # the SDK takes a second to load: only live runs pay for it
 
-    return AnthropicModel(name)
+    return AnthropicModel(name, on_retry=display.notice)
+
+
+def _api_failure(failure: Exception) -> str | None:
+    if "rover.live" not in sys.modules:
+        return None
+    from rover.live import describe_failure
+
+    return describe_failure(failure)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rover", description="Run Rover, a small coding agent.")
     parser.add_argument("task", help="what Rover should do, in plain words")
-    parser.add_argument("--cwd", default=str(WORKSPACE / "stash"), help="the repo to work on (default: stash/)")
-    parser.add_argument("--model", help=f"model name, or scripted:FILE.json (default: $ROVER_MODEL or {DEFAULT_MODEL})")
+    parser.add_argument("--cwd", default=str(WORKSPACE / "stash"), help="the repo to work on (default: stash/ in this workspace)")
+    parser.add_argument("--model", help=f"a model name, or scripted:FILE.json to replay a script (default: $ROVER_MODEL or {DEFAULT_MODEL})")
     parser.add_argument("--max-turns", type=int, default=30, help="stop after this many model calls (default 30)")
-    parser.add_argument("--transcript", help="save the whole conversation as JSON to this file")
+    parser.add_argument("--transcript", metavar="FILE", help="save the whole conversation as JSON, even when interrupted")
+    parser.add_argument("--record", metavar="FILE", help="save the model's replies as a script that replays offline")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     return parser
 

@@ -17,6 +17,7 @@ PRICES = {"input_tokens": 3.00, "output_tokens": 15.00, "cache_read_input_tokens
 class Display(Protocol):
     def reply(self, reply: Reply) -> None: ...
     def tool(self, call: dict, result: ToolResult) -> None: ...
+    def notice(self, text: str) -> None: ...
 
 
 class Silent:
@@ -26,6 +27,9 @@ class Silent:
         pass
 
     def tool(self, call: dict, result: ToolResult) -> None:
+        pass
+
+    def notice(self, text: str) -> None:
         pass
 
 
@@ -52,12 +56,16 @@ class Transcript:
         args = call.get("input") or {}
         mark = "[red]✗[/]" if result.is_error else "[cyan]•[/]"
         self.console.print(f"{mark} {_escape(_headline(call.get('name', '?'), args, result))}")
-        if result.is_error:
-            self._dim(result.text.splitlines()[-3:])
+        lines = [line for line in result.text.splitlines() if line.strip()]
+        if call.get("name") == "bash":
+            self._dim(lines[-6:])
+        elif result.is_error:
+            self._dim(lines[-2:])
         elif call.get("name") == "edit":
             self._diff(result.text)
-        elif call.get("name") == "bash":
-            self._dim(result.text.splitlines()[-6:])
+
+    def notice(self, text: str) -> None:
+        self.console.print(f"[yellow]↻ {_escape(text)}[/]")
 
     def _tokens(self, usage: dict) -> None:
         for key in self.totals:
@@ -69,7 +77,7 @@ class Transcript:
 
     def _dim(self, lines: list[str]) -> None:
         for line in lines:
-            self.console.print(f"[dim]  {_escape(line)}[/]")
+            self.console.print(f"[dim]  {_escape(line)}[/]", no_wrap=True, overflow="ellipsis")
 
     def _diff(self, text: str) -> None:
         for line in text.splitlines():

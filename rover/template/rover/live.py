@@ -1,36 +1,82 @@
-"""The Anthropic Messages API as a Model. Imported only when a live model is asked for."""
+"""The Anthropic Messages API as a Model. Imported only when a live model is asked for: the SDK
+takes about a second to load, and scripted runs and the grader never need it.
+"""
 from __future__ import annotations
+
+import logging
+import re
+from typing import Callable
 
 import anthropic
 
 from rover.model import Reply
 
+MAX_TOKENS = 8192  # well under the size where the SDK insists on streaming
+
 
 class AnthropicModel:
-    """Any server that speaks the Messages API: Anthropic's, or one named by ANTHROPIC_BASE_URL."""
+    """Any server that speaks the Messages API: Anthropic's, or the one ANTHROPIC_BASE_URL names.
 
-    def __init__(self, name: str, max_tokens: int = 8192, client: anthropic.Anthropic | None = None):
+    The SDK retries 408/409/429/5xx/529 by itself (twice by default); `on_retry` hears about each
+    retry, so a person watching sees why a turn is slow instead of a frozen screen.
+    """
+
+    def __init__(self, name: str, client: anthropic.Anthropic | None = None,
+                 on_retry: Callable[[str], None] | None = None, max_tokens: int = MAX_TOKENS):
         self.name = name
         self.max_tokens = max_tokens
         self.client = client or anthropic.Anthropic()
+        if on_retry:
+            _report_retries(on_retry)
 
     def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
         response = self.client.messages.create(
             model=self.name, max_tokens=self.max_tokens, system=system, messages=messages, tools=tools
         )
-        content = [block.model_dump(exclude_none=True) for block in response.content]
-        usage = response.usage.model_dump(exclude_none=True) if response.usage else {}
+        content = [block.model_dump(mode="json", exclude_none=True) for block in response.content]
+        usage = response.usage.model_dump(mode="json", exclude_none=True) if response.usage else {}
         return Reply(content, response.stop_reason or "end_turn", usage)
 
 
-def describe_failure(failure: Exception) -> str:
-    """One line for the errors a person can fix: a bad key, an unknown model, no connection."""
+def describe_failure(failure: Exception) -> str | None:
+    """One line for the API failures a person can act on; None for anything else."""
     if isinstance(failure, anthropic.AuthenticationError):
-        return "the API rejected the key (401): check ANTHROPIC_API_KEY."
+        return "the API rejected the key (401): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)."
     if isinstance(failure, anthropic.NotFoundError):
-        return f"the API does not know that model (404): {failure.message}. Pick another with --model."
+        return f"the API does not know that model (404): {_detail(failure)}. Choose another with --model or ROVER_MODEL."
     if isinstance(failure, anthropic.APIConnectionError):
         return "could not reach the API: check the network, or ANTHROPIC_BASE_URL if you set it."
     if isinstance(failure, anthropic.APIStatusError):
-        return f"the API answered {failure.status_code}: {failure.message}"
-    return f"{type(failure).__name__}: {failure}"
+        return f"the API answered {failure.status_code}: {_detail(failure)}"
+    return None
+
+
+def _detail(failure: anthropic.APIStatusError) -> str:
+    body = failure.body if isinstance(failure.body, dict) else {}
+    return str(body.get("error", {}).get("message") or failure.message)
+
+
+class _RetryReporter(logging.Handler):
+    """Turns the SDK's retry log lines into one readable line each."""
+
+    def __init__(self, report: Callable[[str], None]):
+        super().__init__(logging.DEBUG)
+        self.report = report
+        self.status = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if status := re.match(r"Retrying due to status code (\d+)", message):
+            self.status = status[1]
+        elif wait := re.match(r"Retrying request to \S+ in ([\d.]+) seconds", message):
+            why = f"the API answered {self.status}" if self.status else "the connection failed"
+            self.report(f"{why}; retrying in {float(wait[1]):.1f} s")
+            self.status = ""
+
+
+def _report_retries(report: Callable[[str], None]) -> None:
+    logger = logging.getLogger("anthropic._base_client")
+    logger.handlers = [handler for handler in logger.handlers if not isinstance(handler, _RetryReporter)]
+    logger.addHandler(_RetryReporter(report))
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False

@@ -62,3 +62,36 @@ def _check_expectation(expected: str, messages: list[dict], number: int) -> None
     seen = "\n".join(str(block.get("content", block.get("text", ""))) for block in blocks)
     if expected not in seen:
         raise ScriptError(f"turn {number} expected the tool results to contain {expected!r}, but they were:\n{seen[:600]}")
+
+
+class Recorder:
+    """Wraps a model and saves each of its replies as a script turn, so a live run replays offline.
+
+    The file is rewritten after every turn, so an interrupted run still leaves a usable script.
+    Each turn after the first expects a line of the tool results the recorded run saw, so a
+    replay through different tools says where it went another way.
+    """
+
+    def __init__(self, model: Model, path: str | Path):
+        self.model = model
+        self.path = Path(path)
+        self.turns: list[dict] = []
+
+    def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
+        reply = self.model.complete(system, messages, tools)
+        turn = {"content": reply.content, "stop_reason": reply.stop_reason, "usage": reply.usage}
+        expected = _sample(messages)
+        self.turns.append({"expect": expected, **turn} if expected else turn)
+        self.path.write_text(json.dumps({"turns": self.turns}, indent=2), encoding="utf-8")
+        return reply
+
+
+def _sample(messages: list[dict]) -> str | None:
+    """The first non-blank line of the first successful tool result just sent, if any."""
+    last = messages[-1]["content"] if messages else None
+    for block in last if isinstance(last, list) else []:
+        if block.get("type") == "tool_result" and not block.get("is_error"):
+            for line in str(block.get("content", "")).splitlines():
+                if line.strip():
+                    return line.strip()[:80]
+    return None

@@ -89,7 +89,11 @@ def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult
         stderr=subprocess.STDOUT, start_new_session=True,  # its own process group: a timeout kills it all
     )
     tail = Tail()
-    timed_out = _pump(process, tail, spill, time.monotonic() + timeout)
+    try:
+        timed_out = _pump(process, tail, spill, time.monotonic() + timeout)
+    except BaseException:  # Ctrl-C included: never leave the command running behind us
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
     spill.close()
     tail.close()
     text = tail.text() or "(no output)"

@@ -1,0 +1,173 @@
+"""Rover against the real anthropic client: a fake server on 127.0.0.1 and httpx2.MockTransport. No key, no network."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.fake_api import FakeMessagesAPI, message
+
+READ_CALL = {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "stash/extract.py"}}
+
+
+@pytest.fixture
+def api():
+    server = FakeMessagesAPI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def solved(workspace):
+    return workspace(4, solved=True)
+
+
+def rover(root, *args: str, env: dict | None = None, timeout: int = 60):
+    """python -m rover in a workspace, as a student runs it, with a clean environment."""
+    clean = {"PATH": "/usr/bin:/bin", "HOME": str(root), "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "rover", *args], cwd=root, env=clean, capture_output=True, text=True, timeout=timeout)
+
+
+def live_env(api) -> dict:
+    return {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url, "COLUMNS": "120"}
+
+
+def test_a_live_run_sends_the_tools_and_shows_the_transcript(api, solved):
+    api.reply({"type": "text", "text": "Reading it."}, READ_CALL, stop="tool_use",
+              usage={"input_tokens": 1200, "output_tokens": 40, "cache_read_input_tokens": 300})
+    api.reply({"type": "text", "text": "parse_date lacks %z."})
+    done = rover(solved, "why does parse_date fail?", "--model", "claude-test", env=live_env(api))
+    assert done.returncode == 0, done.stderr
+    first = api.requests[0]["body"]
+    assert first["model"] == "claude-test" and first["max_tokens"] == 8192
+    assert [tool["name"] for tool in first["tools"]] == ["ls", "read", "bash", "edit", "write"]
+    assert "write only to create new files" in first["system"]
+    assert api.requests[1]["body"]["messages"][-1]["content"][0]["tool_use_id"] == "toolu_1"
+    assert "• Read stash/extract.py (22 lines)" in done.stdout
+    assert "in 1,200 · out 40 · cached 300" in done.stdout and "$" in done.stdout
+    assert "parse_date lacks %z." in done.stdout
+
+
+def test_the_model_comes_from_rover_model(api, solved):
+    api.reply({"type": "text", "text": "ok"})
+    assert rover(solved, "hi", env={**live_env(api), "ROVER_MODEL": "claude-from-env"}).returncode == 0
+    assert api.requests[0]["body"]["model"] == "claude-from-env"
+
+
+def test_the_default_model(api, solved):
+    api.reply({"type": "text", "text": "ok"})
+    assert rover(solved, "hi", env=live_env(api)).returncode == 0
+    assert api.requests[0]["body"]["model"] == "claude-sonnet-5-5"
+
+
+def test_an_overloaded_api_is_retried_with_a_visible_line(api, solved):
+    api.fail(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "10"})
+    api.reply({"type": "text", "text": "done after a retry"})
+    done = rover(solved, "hi", env=live_env(api))
+    assert done.returncode == 0, done.stderr
+    assert "↻ the API answered 529; retrying in 0.0 s" in done.stdout
+    assert "done after a retry" in done.stdout and len(api.requests) == 2
+
+
+@pytest.mark.parametrize(("status", "kind", "expected"), [
+    (401, "authentication_error", "rover: the API rejected the key (401): check ANTHROPIC_API_KEY"),
+    (404, "not_found_error", "rover: the API does not know that model (404): model: claude-nope."),
+])
+def test_api_failures_are_one_line(api, solved, status, kind, expected):
+    api.fail(status, kind, "model: claude-nope" if status == 404 else "invalid x-api-key")
+    done = rover(solved, "hi", "--model", "claude-nope", env=live_env(api))
+    assert done.returncode == 1
+    assert done.stderr.startswith(expected) and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_no_server_listening_is_one_line(solved):
+    done = rover(solved, "hi", env={"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+    assert done.returncode == 1
+    assert done.stderr == "rover: could not reach the API: check the network, or ANTHROPIC_BASE_URL if you set it.\n"
+    assert "retrying" in done.stdout
+
+
+def test_no_key_and_no_script_is_one_line_exit_2(solved):
+    done = rover(solved, "hi")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "ANTHROPIC_API_KEY" in done.stderr and "scripted:" in done.stderr
+
+
+def test_a_missing_script_is_one_line_exit_2(solved):
+    done = rover(solved, "hi", "--model", "scripted:nope.json")
+    assert done.returncode == 2 and done.stderr == "rover: no script at nope.json; give --model scripted:FILE.json with a file that exists.\n"
+
+
+def test_a_recorded_live_run_replays_offline(api, solved, tmp_path):
+    api.reply(READ_CALL, stop="tool_use")
+    api.reply({"type": "text", "text": "Seen it."})
+    script, first, second = tmp_path / "run.json", tmp_path / "live.json", tmp_path / "replay.json"
+    assert rover(solved, "look", "--record", str(script), "--transcript", str(first), env=live_env(api)).returncode == 0
+    turns = json.loads(script.read_text())["turns"]
+    assert turns[1]["expect"].startswith("1\t") and turns[0]["stop_reason"] == "tool_use"
+    assert rover(solved, "look", "--model", f"scripted:{script}", "--transcript", str(second)).returncode == 0
+    assert json.loads(first.read_text()) == json.loads(second.read_text())
+
+
+def test_the_sdk_path_without_a_server_via_mock_transport(solved_rover, tmp_path):
+    import anthropic
+    import httpx2
+
+    from rover.agent import Agent
+    from rover.live import AnthropicModel
+
+    seen = []
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        seen.append(json.loads(request.content))
+        if len(seen) == 1:
+            return httpx2.Response(200, json=message([{"type": "tool_use", "id": "t1", "name": "write",
+                                                       "input": {"path": "a.py", "content": "x = 1"}}], stop="max_tokens"))
+        return httpx2.Response(200, json=message([{"type": "text", "text": "resent smaller"}]))
+
+    client = anthropic.Anthropic(api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
+    agent = Agent(AnthropicModel("claude-test", client=client), tmp_path)
+    assert agent.run("write a.py") == "resent smaller"
+    assert not (tmp_path / "a.py").exists(), "a tool call from a max_tokens reply must not run"
+    result = seen[1]["messages"][-1]["content"][0]
+    assert result["is_error"] and "max_tokens" in result["content"]
+
+
+def test_a_scripted_run_never_imports_the_sdk(solved):
+    probe = "import sys, runpy; sys.argv = ['rover', 'list', '--model', 'scripted:scenarios/lesson-0.json', '--quiet']\n" \
+            "try:\n    runpy.run_module('rover', run_name='__main__')\nexcept SystemExit:\n    pass\nprint('anthropic' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=solved, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().endswith("False"), done.stdout + done.stderr
+
+
+def test_ctrl_c_saves_the_transcript_and_stops_the_command(solved, tmp_path):
+    import signal
+    import time
+
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [
+        {"content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "echo $$ > ../bash.pid; sleep 60"}}],
+         "stop_reason": "tool_use"},
+        {"content": [{"type": "text", "text": "never reached"}], "stop_reason": "end_turn"},
+    ]}))
+    transcript = tmp_path / "t.json"
+    process = subprocess.Popen([sys.executable, "-m", "rover", "wait", "--model", f"scripted:{script}", "--transcript", str(transcript)],
+                               cwd=solved, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not (solved / "bash.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 130
+    assert err == f"rover: interrupted; the conversation so far is in {transcript}\n"
+    assert [message["role"] for message in json.loads(transcript.read_text())] == ["user", "assistant"]
+    pid = int((solved / "bash.pid").read_text())
+    time.sleep(0.2)
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), "the command Rover was running should be killed with it"
