@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from grader import kit
-from grader.errors import WorkshopError
 from grader.grading import Grade, dumps, grade
-from grader.workspace import NotAWorkspace, Workspace
+from grader.workspace import here
 
 FAILURES_SHOWN = 3
 MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "error": "[red]✗ error[/]", "timeout": "[yellow]⧗ timeout[/]"}
@@ -21,11 +20,7 @@ MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "erro
 @click.option("--gradescope", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Gradescope results.json here.")
 def check_command(as_json: bool, junit: Path | None, gradescope: Path | None) -> None:
     """Grade this workspace: every check of every lesson so far."""
-    try:
-        workspace = Workspace.find()
-    except NotAWorkspace as problem:
-        raise WorkshopError(str(problem)) from None
-    result = grade(workspace)
+    result = grade(here())
     if junit:
         from grader.reports import write_junit
 

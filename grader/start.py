@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
+import tempfile
 import warnings
 from pathlib import Path
 
 import click
 
-from grader import kit
+from grader import git, kit
 from grader.errors import WorkshopError
+from grader.template_repo import template_source
 
 PRISTINE = shutil.ignore_patterns("__pycache__", ".pytest_cache", "*.pyc")
 
@@ -19,9 +20,8 @@ def start_workspace(lesson: int, target: Path, solved: bool = False) -> Path:
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkshopError(f"{target} already exists and is not empty; pick a new folder, e.g. `workshop start lesson-{lesson} rover-{lesson}b`")
     render(lesson, target, solved)
-    _git(target, "init", "-q")
-    _git(target, "add", "-A")
-    _git(target, "commit", "-q", "-m", f"Start lesson {lesson}{' (solved)' if solved else ''}")
+    git.run(target, "init", "-q")
+    git.save(target, f"Start lesson {lesson}{' (solved)' if solved else ''}")
     return target
 
 
@@ -31,7 +31,7 @@ def render(lesson: int, target: Path, solved: bool = False) -> Path:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # copier warns about a clone's uncommitted changes; they are meant
-        copier.run_copy(str(kit.root()), str(target), data={"lesson": lesson, "solved": solved},
+        copier.run_copy(str(template_source()), str(target), data={"lesson": lesson, "solved": solved},
                         defaults=True, quiet=True, overwrite=True, vcs_ref="HEAD")
     copy_stash(target)
     return target
@@ -43,14 +43,10 @@ def copy_stash(target: Path) -> None:
     shutil.copytree(kit.root() / "stash", target / "stash", ignore=PRISTINE)
 
 
-def _git(folder: Path, *args: str) -> None:
-    identity = ["-c", "user.name=Workshop", "-c", "user.email=workshop@localhost"] if not _has_identity(folder) else []
-    subprocess.run(["git", *identity, *args], cwd=folder, check=True, capture_output=True)
-
-
-def _has_identity(folder: Path) -> bool:
-    found = subprocess.run(["git", "config", "user.email"], cwd=folder, capture_output=True, text=True)
-    return bool(found.stdout.strip())
+def pristine_file(lesson: int, relative: str) -> bytes:
+    """A file as `workshop start lesson-N` renders it: the stub of lesson N's tool, earlier tools solved."""
+    with tempfile.TemporaryDirectory(prefix="workshop-render-") as scratch:
+        return (render(lesson, Path(scratch) / "ws") / relative).read_bytes()
 
 
 @click.command("start")

@@ -39,3 +39,13 @@ class Workspace:
         if not values.get("lesson", "").isdigit():
             raise NotAWorkspace(f"{folder / ANSWERS} has no lesson number; was it edited by hand?")
         return cls(folder, int(values["lesson"]), values.get("solved") == "true")
+
+
+def here() -> Workspace:
+    """The workspace around the current directory, or the one-line error every command gives."""
+    from grader.errors import WorkshopError
+
+    try:
+        return Workspace.find()
+    except NotAWorkspace as problem:
+        raise WorkshopError(str(problem)) from None

@@ -1,6 +1,7 @@
 """Shared fixtures: rendered workspaces (rendered once per session, copied per test)."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -10,6 +11,12 @@ import pytest
 from grader.start import render
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def template_cache(tmp_path_factory):
+    """Keep the kit's template repository (grader.template_repo) out of the real user cache."""
+    os.environ["WORKSHOP_CACHE"] = str(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(scope="session")

@@ -51,3 +51,8 @@ def test_an_installed_wheel_starts_and_checks_a_lesson(wheel, tmp_path):
                              capture_output=True, text=True, env=env, timeout=120)
     assert checked.returncode == 1, checked.stderr
     assert '"lesson": 1' in checked.stdout
+    moved = subprocess.run([sys.executable, "-m", "grader.cli", "next", "--force"], cwd=tmp_path / "ws",
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert moved.returncode == 0, moved.stderr + moved.stdout
+    assert "lesson: 2" in (tmp_path / "ws/.copier-answers.yml").read_text()
+    assert (tmp_path / "ws/rover/tools/bash.py").is_file()

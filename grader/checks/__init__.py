@@ -117,4 +117,5 @@ def tool_results(messages: list[dict]) -> list[dict]:
 
 
 def _args(args: dict) -> str:
-    return ", ".join(f"{key}={value!r:.40}" for key, value in args.items())
+    shown = {key: repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "...'" for key, value in args.items()}
+    return ", ".join(f"{key}={value}" for key, value in shown.items())

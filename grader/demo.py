@@ -1,0 +1,42 @@
+"""`workshop demo [lesson-N]`: replay a lesson's scripted scenario through the student's own Rover.
+
+Offline and repeatable: it runs on a fresh copy of pristine stash in a temporary folder, so a
+projector demo can run twice in a row and the workspace's own stash is never touched.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from grader import kit
+from grader.errors import WorkshopError
+from grader.start import PRISTINE
+from grader.workspace import here
+
+
+@click.command("demo")
+@click.argument("lesson_id", required=False, metavar="[lesson-N]")
+def demo_command(lesson_id: str | None) -> None:
+    """Replay a lesson's scenario with your own tools and the live transcript."""
+    workspace = here()
+    try:
+        number = kit.parse_lesson_id(lesson_id) if lesson_id else workspace.lesson
+    except kit.UnknownLesson as problem:
+        raise WorkshopError(str(problem)) from None
+    if number > workspace.lesson:
+        raise WorkshopError(f"lesson-{number}'s demo needs tools this workspace does not have yet (it is at lesson-{workspace.lesson})")
+    lesson = kit.lesson(number)
+    with tempfile.TemporaryDirectory(prefix="workshop-demo-") as scratch:
+        stash = Path(shutil.copytree(kit.root() / "stash", Path(scratch) / "stash", ignore=PRISTINE))
+        click.echo(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash)],
+            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        )
+    sys.exit(done.returncode)

@@ -1,0 +1,65 @@
+"""`workshop next`: move the workspace to the next lesson, keeping every change the student made.
+
+copier update does a real 3-way merge: between the template as the workspace was made, the
+template for the next lesson, and the workspace as it is. Tool files the student owns are
+never replaced (`_skip_if_exists` in copier.yml), so finished tools stay theirs.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import click
+
+from grader import git, kit
+from grader.errors import WorkshopError
+from grader.grading import grade
+from grader.template_repo import template_source
+from grader.workspace import Workspace, here
+
+
+def move_on(workspace: Workspace, force: bool = False) -> list[str]:
+    """Update `workspace` to the next lesson; returns the files left with conflicts (empty when clean)."""
+    if workspace.lesson + 1 >= len(kit.lessons()):
+        raise WorkshopError(f"lesson-{workspace.lesson} is the last lesson; there is no next one. `workshop status` shows your progress.")
+    if not force:
+        failing = [outcome for outcome in grade(workspace).outcomes if not outcome.passed]
+        if failing:
+            raise WorkshopError(
+                f"lesson-{workspace.lesson} still has {len(failing)} failing check(s), the first being {failing[0].check.id}; "
+                "finish them (`workshop check`, `workshop hint`) or move on anyway with `workshop next --force`"
+            )
+    git.save(workspace.path, f"Work on lesson {workspace.lesson} (saved by workshop next)")
+    _update(workspace.path, workspace.lesson + 1)
+    conflicts = git.conflicted(workspace.path)
+    if not conflicts:
+        git.save(workspace.path, f"Start lesson {workspace.lesson + 1}")
+    return conflicts
+
+
+def _update(folder: Path, lesson: int) -> None:
+    import copier
+
+    template_source()  # the kit may have been upgraded since: commit its files so copier sees them
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_update(str(folder), data={"lesson": lesson, "solved": False}, defaults=True, overwrite=True,
+                          quiet=True, vcs_ref="HEAD", conflict="inline")
+
+
+@click.command("next")
+@click.option("--force", is_flag=True, help="Move on even though checks of this lesson still fail.")
+def next_command(force: bool) -> None:
+    """Move to the next lesson, keeping your work (a 3-way merge)."""
+    workspace = here()
+    conflicts = move_on(workspace, force)
+    lesson = kit.lesson(workspace.lesson + 1)
+    if conflicts:
+        click.echo(
+            f"Moved to lesson {lesson.number}, but {len(conflicts)} file(s) mix your changes with the new lesson's and need you: "
+            f"{', '.join(conflicts)}. Edit them (keep what you want between the <<<<<<< and >>>>>>> markers), then "
+            "`git add -A && git commit`; or undo the move with `git reset --hard && git clean -fd`.", err=True)
+        sys.exit(1)
+    click.echo(f"Lesson {lesson.number}: {lesson.title}. Your work came along (see `git log`). "
+               f"Next: `workshop lesson`, then `workshop check`.")

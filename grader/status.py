@@ -1,0 +1,34 @@
+"""`workshop status`: where the student is in the course, lesson by lesson."""
+from __future__ import annotations
+
+import click
+
+from grader import kit
+from grader.grading import grade
+from grader.workspace import here
+
+
+@click.command("status")
+def status_command() -> None:
+    """Progress across all lessons: done, current, to come."""
+    from rich.console import Console
+    from rich.table import Table
+
+    workspace = here()
+    outcomes = grade(workspace).outcomes
+    table = Table(title=f"Rover workspace at {workspace.path}", title_justify="left")
+    for column in ("lesson", "builds", "state", "checks"):
+        table.add_column(column)
+    for lesson in kit.lessons():
+        mine = [outcome for outcome in outcomes if outcome.check.lesson == lesson.number]
+        passed = sum(outcome.passed for outcome in mine)
+        if lesson.number > workspace.lesson:
+            state, checks = "[dim]to come[/]", f"[dim]{len(lesson.checks)} checks[/]"
+        else:
+            done = passed == len(mine)
+            state = ("[green]✓ done[/]" if done else "[yellow]in progress[/]") if lesson.number == workspace.lesson else (
+                "[green]✓ done[/]" if done else "[red]regressed[/]")
+            checks = f"{passed}/{len(mine)}"
+        marker = "▶ " if lesson.number == workspace.lesson else "  "
+        table.add_row(f"{marker}{lesson.id}", f"{lesson.title}", state, checks)
+    Console(highlight=False).print(table)

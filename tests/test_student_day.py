@@ -1,0 +1,214 @@
+"""The student's day through the CLI: next, status, hint, lesson, watch, reset, solution, demo."""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from grader import kit
+from grader.cli import main
+from grader.workspace import Workspace
+
+
+def run(*args: str, input: str | None = None):
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def git_log(folder) -> list[str]:
+    return subprocess.run(["git", "log", "--format=%s"], cwd=folder, capture_output=True, text=True).stdout.splitlines()
+
+
+@pytest.fixture
+def started(tmp_path, monkeypatch):
+    """start(lesson, solved=False) -> a workspace made by `workshop start`, with the cwd inside it."""
+
+    def make(lesson: int, solved: bool = False):
+        target = tmp_path / f"rover-{lesson}"
+        assert run("start", f"lesson-{lesson}", str(target), *(["--solved"] if solved else [])).exit_code == 0
+        monkeypatch.chdir(target)
+        return target
+
+    return make
+
+
+def test_the_whole_course_with_start_check_apply_and_next(started):
+    root = started(0)
+    last = len(kit.lessons()) - 1
+    for lesson in range(last + 1):
+        assert run("check").exit_code == 1, f"lesson {lesson} starts with failing checks"
+        if lesson == 0:  # the student's own edits, which must survive every step
+            with open(root / "rover/display.py", "a") as display:
+                display.write("\n\ndef banner() -> str:\n    return 'my Rover'\n")
+            with open(root / "tests/test_loop.py", "a") as tests:
+                tests.write("\n\ndef test_mine():\n    assert True\n")
+        (root / "notes.txt").write_text(f"notes up to lesson {lesson}\n")  # uncommitted, every time
+        assert run("solution", "--apply").exit_code == 0
+        assert run("check").exit_code == 0, f"lesson {lesson} passes once its solution is applied"
+        if lesson < last:
+            moved = run("next")
+            assert moved.exit_code == 0, moved.output
+            assert Workspace.find(root).lesson == lesson + 1
+            assert (root / kit.lesson(lesson + 1).file).is_file(), "the new lesson's stub arrives"
+    assert "def banner() -> str:" in (root / "rover/display.py").read_text()
+    assert "def test_mine():" in (root / "tests/test_loop.py").read_text()
+    assert (root / "notes.txt").read_text() == f"notes up to lesson {last}\n"
+    assert [line for line in git_log(root) if line.startswith("Start lesson")] == [f"Start lesson {n}" for n in range(last, -1, -1)]
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout.strip() in ("", "?? notes.txt", "M notes.txt")
+
+
+def test_next_keeps_a_finished_tool_as_the_student_wrote_it(started):
+    root = started(1, solved=True)
+    mine = (root / "rover/tools/read.py").read_text() + "\n# written by me, in my own style\n"
+    (root / "rover/tools/read.py").write_text(mine)
+    assert run("next").exit_code == 0
+    assert (root / "rover/tools/read.py").read_text() == mine
+    assert "NotImplementedError" in (root / "rover/tools/bash.py").read_text()
+
+
+def test_next_refuses_while_the_lesson_fails_unless_forced(started):
+    root = started(1)
+    refused = run("next")
+    assert refused.exit_code == 2 and "failing check" in refused.output and "--force" in refused.output
+    assert Workspace.find(root).lesson == 1
+    assert run("next", "--force").exit_code == 0
+    assert Workspace.find(root).lesson == 2
+
+
+def test_next_names_conflicting_files_and_the_undo(started):
+    root = started(1, solved=True)
+    readme = root / "README.md"
+    readme.write_text(readme.read_text().replace("# Rover, lesson 1", "# Rover, lesson 1 (my notes)"))
+    result = run("next")
+    assert result.exit_code == 1
+    assert "README.md" in result.output and "git reset --hard && git clean -fd" in result.output
+    subprocess.run("git reset -q --hard && git clean -qfd", shell=True, cwd=root, check=True)
+    assert Workspace.find(root).lesson == 1 and "(my notes)" in readme.read_text()
+
+
+def test_next_at_the_last_lesson_says_so(started):
+    started(len(kit.lessons()) - 1, solved=True)
+    result = run("next")
+    assert result.exit_code == 2 and "last lesson" in result.output
+
+
+def test_status_shows_done_current_and_to_come(started):
+    started(1)
+    output = run("status").output
+    assert "✓ done" in output and "9/9" in output
+    assert "▶ lesson-1" in output and "0/11" in output and "to come" in output
+
+
+def test_hints_come_one_level_at_a_time(started):
+    started(1)
+    first, second, third = run("hint").output, run("hint").output, run("hint").output
+    numbered = kit.lesson(1).checks[0]
+    assert first.startswith(f"{numbered.id}:") and f"Hint 1 of {len(numbered.hints)}: {numbered.hints[0]}" in first
+    assert "failing: " in first and "again for the next level" in first
+    assert f"Hint 2 of 2: {numbered.hints[1]}" in second and f"Hint 2 of 2" in third
+
+
+def test_a_named_hint_and_a_level(started):
+    started(2)
+    assert "Hint 2 of 2" in run("hint", "read.binary", "--level", "2").output
+    wrong = run("hint", "bash.timout")
+    assert wrong.exit_code == 2 and "did you mean bash.timeout" in wrong.output
+    assert run("hint", "read.binary", "--level", "9").exit_code == 2
+
+
+def test_no_hint_needed_when_all_pass(started):
+    started(1, solved=True)
+    assert "no hint needed" in run("hint").output
+
+
+def test_lesson_text_in_and_out_of_a_workspace(started, tmp_path, monkeypatch):
+    started(2)
+    assert "Lesson 2: bash" in run("lesson").output
+    assert "Lesson 0: the agent loop" in run("lesson", "0").output
+    assert run("lesson", "lesson-42").exit_code == 2
+    monkeypatch.chdir(tmp_path)
+    outside = run("lesson")
+    assert outside.exit_code == 2 and "workshop lesson 0" in outside.output
+
+
+def test_watch_grades_again_after_a_save(started, capsys):
+    from grader.watch import watch
+
+    root = started(1)
+    saver = threading.Timer(1.5, lambda: (root / "rover/tools/read.py").write_text(kit.lesson(1).solution.read_text()))
+    saver.start()
+    watch(Workspace.find(root), interval=0.1, rounds=2)
+    output = capsys.readouterr().out
+    assert output.count("Watching rover/ for saves") == 2
+    assert "Hint:" in output and "All 20 checks pass" in output
+
+
+def test_reset_stash_and_a_tool_keep_the_old_version_in_git(started):
+    root = started(2, solved=True)
+    (root / "stash/stash/extract.py").write_text("broken\n")
+    assert run("reset", "stash").exit_code == 0
+    assert (root / "stash/stash/extract.py").read_bytes() == (kit.root() / "stash/stash/extract.py").read_bytes()
+    (root / "rover/tools/bash.py").write_text("# my attempt\n")
+    asked = run("reset", "bash")
+    assert asked.exit_code == 2 and "--yes" in asked.output
+    assert (root / "rover/tools/bash.py").read_text() == "# my attempt\n", "without a yes, nothing changes"
+    assert run("reset", "bash", "--yes").exit_code == 0
+    assert "raise NotImplementedError" in (root / "rover/tools/bash.py").read_text(), "the current lesson's tool goes back to its stub"
+    saved = subprocess.run(["git", "show", "HEAD~1:rover/tools/bash.py"], cwd=root, capture_output=True, text=True).stdout
+    assert saved == "# my attempt\n"
+    assert run("reset", "read", "--yes").exit_code == 0
+    assert (root / "rover/tools/read.py").read_bytes() == kit.lesson(1).solution.read_bytes(), "an earlier tool goes back to solved"
+
+
+def test_reset_refuses_bad_input(started):
+    started(1)
+    assert run("reset", "teleport", "--yes").exit_code == 2
+    assert run("reset").exit_code == 2
+    later = run("reset", "edit", "--yes")
+    assert later.exit_code == 2 and "no tool 'edit' in lesson-1" in later.output
+
+
+def test_reset_all(started):
+    root = started(1)
+    (root / "rover/tools/read.py").write_text("# attempt\n")
+    (root / "rover/model.py").write_text("# broken\n")
+    (root / "stash/stash/feeds.py").write_text("# changed\n")
+    assert run("reset", "--all", "--yes").exit_code == 0
+    fresh = {path: (kit.root() / "stash" / path).read_bytes() for path in ("stash/feeds.py",)}
+    assert (root / "stash/stash/feeds.py").read_bytes() == fresh["stash/feeds.py"]
+    assert "NotImplementedError" in (root / "rover/tools/read.py").read_text()
+    assert (root / "rover/model.py").read_text().startswith('"""The model side of the loop')
+
+
+def test_solution_opens_after_passing_or_with_force(started):
+    root = started(1)
+    refused = run("solution")
+    assert refused.exit_code == 2 and "--force" in refused.output
+    assert "def _read_from" in run("solution", "--force").output
+    (root / "rover/tools/read.py").write_bytes(kit.lesson(1).solution.read_bytes())
+    assert "def _read_from" in run("solution").output
+
+
+def test_demo_replays_through_the_students_tools_without_touching_stash(started):
+    root = started(3, solved=True)
+    before = (root / "stash/stash/extract.py").read_bytes()
+    demo = subprocess.run(["workshop", "demo"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert demo.returncode == 0, demo.stderr
+    assert "• Read stash/extract.py (22 lines)" in demo.stdout and "• Edit stash/extract.py" in demo.stdout
+    assert "1 failed, 1 passed" in demo.stdout
+    assert (root / "stash/stash/extract.py").read_bytes() == before
+
+
+def test_demo_of_a_later_lesson_is_refused(started):
+    started(1)
+    result = run("demo", "lesson-3")
+    assert result.exit_code == 2 and "lesson-1" in result.output
+
+
+def test_hint_memory_lives_in_git_dir(started):
+    root = started(1)
+    run("hint")
+    assert json.loads((root / ".git/workshop-hints.json").read_text()) == {kit.lesson(1).checks[0].id: 1}
