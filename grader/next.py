@@ -31,7 +31,13 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
                 "finish them (`workshop check`, `workshop hint`) or move on anyway with `workshop next --force`"
             )
     git.save(workspace.path, f"Work on lesson {workspace.lesson} (saved by workshop next)")
-    _update(workspace.path, workspace.lesson + 1)
+    try:
+        _update(workspace.path, workspace.lesson + 1)
+    except Exception as failure:  # copier or git said no: put the workspace back as it was saved
+        git.run(workspace.path, "reset", "-q", "--hard")
+        git.run(workspace.path, "clean", "-q", "-fd")
+        raise WorkshopError(f"could not move to lesson-{workspace.lesson + 1} ({_first_line(failure)}); your workspace is as it was. "
+                            "If the kit's cache was cleared, start the next lesson afresh with `workshop start`.") from None
     conflicts = git.conflicted(workspace.path)
     if not conflicts:
         git.save(workspace.path, f"Start lesson {workspace.lesson + 1}")
@@ -46,6 +52,11 @@ def _update(folder: Path, lesson: int) -> None:
         warnings.simplefilter("ignore")
         copier.run_update(str(folder), data={"lesson": lesson, "solved": False}, defaults=True, overwrite=True,
                           quiet=True, vcs_ref="HEAD", conflict="inline")
+
+
+def _first_line(failure: Exception) -> str:
+    text = str(failure).strip() or type(failure).__name__
+    return text.splitlines()[0][:200]
 
 
 @click.command("next")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 import warnings
 from pathlib import Path
@@ -19,9 +20,13 @@ def start_workspace(lesson: int, target: Path, solved: bool = False) -> Path:
     """Render the template for `lesson` into `target`, add stash, and make the first commit."""
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkshopError(f"{target} already exists and is not empty; pick a new folder, e.g. `workshop start lesson-{lesson} rover-{lesson}b`")
-    render(lesson, target, solved)
-    git.run(target, "init", "-q")
-    git.save(target, f"Start lesson {lesson}{' (solved)' if solved else ''}")
+    try:
+        render(lesson, target, solved)
+        git.run(target, "init", "-q")
+        git.save(target, f"Start lesson {lesson}{' (solved)' if solved else ''}")
+    except (OSError, subprocess.CalledProcessError) as failure:
+        detail = failure.stderr.strip() if isinstance(failure, subprocess.CalledProcessError) and failure.stderr else failure
+        raise WorkshopError(f"could not make the workspace in {target}: {detail}") from None
     return target
 
 

@@ -212,3 +212,26 @@ def test_hint_memory_lives_in_git_dir(started):
     root = started(1)
     run("hint")
     assert json.loads((root / ".git/workshop-hints.json").read_text()) == {kit.lesson(1).checks[0].id: 1}
+
+
+def test_next_without_the_template_version_leaves_the_workspace_as_it_was(started):
+    import shutil
+
+    from grader.template_repo import location
+
+    root = started(1, solved=True)
+    (root / "rover/tools/read.py").write_text((root / "rover/tools/read.py").read_text() + "# mine\n")
+    shutil.rmtree(location())  # as if the user's cache was wiped: the workspace's template commit is gone
+    result = run("next")
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "your workspace is as it was" in result.output
+    assert Workspace.find(root).lesson == 1 and "# mine" in (root / "rover/tools/read.py").read_text()
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout == ""
+
+
+def test_an_answers_file_with_an_unknown_lesson_is_one_line(started):
+    root = started(0)
+    answers = root / ".copier-answers.yml"
+    answers.write_text(answers.read_text().replace("lesson: 0", "lesson: 42"))
+    result = run("check")
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "names no lesson" in result.output

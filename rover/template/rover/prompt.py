@@ -13,6 +13,7 @@ GUIDANCE = {
     "bash": "Use bash to run tests and commands; it waits for the command and shows the end of the output.",
     "edit": "Change existing files with edit: copy oldText exactly from a fresh read, with enough lines around it to be unique.",
     "write": "Use write only to create new files or to replace a file completely; for changes to existing files use edit.",
+    "search": "Use search to find where something is before you read files one by one.",
 }
 
 
@@ -20,4 +21,4 @@ def system_prompt(tool_names: list[str]) -> str:
     lines = [f"- {GUIDANCE[name]}" for name in tool_names if name in GUIDANCE]
     if "write" in tool_names and "edit" not in tool_names:
         lines.append("- Rewriting a whole file to change one line wastes tokens; keep changes small.")
-    return OPENING + "\n\nHow to use your tools:\n" + "\n".join(lines)
+    return OPENING + f"\n\nYour tools: {', '.join(tool_names)}.\n" + "\n".join(lines)
