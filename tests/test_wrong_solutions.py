@@ -21,10 +21,10 @@ CASES = [(int(key.removeprefix("lesson-")), case) for key, cases in WRONG.items(
 @pytest.mark.parametrize(("lesson", "case"), CASES, ids=[f"lesson-{n}: {case['name']}" for n, case in CASES])
 def test_wrong_solution_is_caught(workspace, lesson, case):
     root = workspace(lesson, solved=True)
-    target = root / kit.lesson(lesson).file
+    target = root / case.get("file", kit.lesson(lesson).file)
     source = target.read_text(encoding="utf-8")
     for old, new in case["replace"]:
-        assert old in source, f"fixture out of date: {old!r} is not in {kit.lesson(lesson).file}"
+        assert old in source, f"fixture out of date: {old!r} is not in {target.relative_to(root)}"
         source = source.replace(old, new)
     target.write_text(source, encoding="utf-8")
 
@@ -33,3 +33,9 @@ def test_wrong_solution_is_caught(workspace, lesson, case):
     outcomes = run_checks(root, named)
     still_passing = [outcome.check.id for outcome in outcomes if outcome.passed]
     assert not still_passing, f"{case['name']!r} slipped through {still_passing}"
+
+
+def test_every_check_is_shown_to_catch_some_wrong_solution():
+    caught = {check_id for _, case in CASES for check_id in case["catches"]}
+    uncovered = [check.id for lesson in kit.lessons() for check in lesson.checks if check.id not in caught]
+    assert not uncovered, f"no wrong solution in fixtures/wrong_solutions.toml shows these checks can fail: {uncovered}"
