@@ -1,6 +1,8 @@
 """`workshop lesson [N]`: the lesson text, rendered in the terminal, paged when longer than the screen."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from grader import kit
@@ -22,6 +24,7 @@ def lesson_command(lesson_id: str | None) -> None:
     console = Console()
     text = Markdown(kit.lesson(number).text.read_text(encoding="utf-8"))
     if console.is_terminal and len(console.render_lines(text)) > console.height:
+        os.environ.setdefault("LESS", "-R")  # let less show rich's colours rather than escape codes
         with console.pager(styles=True):
             console.print(text)
     else:

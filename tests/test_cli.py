@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 from click.testing import CliRunner
@@ -97,3 +98,12 @@ def test_check_outside_a_workspace_is_one_line(tmp_path, monkeypatch):
     result = run("check")
     assert result.exit_code == 2
     assert result.output.count("\n") == 1 and "workshop start lesson-0" in result.output
+
+
+def test_check_never_imports_copier_or_anthropic(workspace):
+    root = workspace(1)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "grader.cli", "check", "--json"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "click" in imported and "grader" in imported, "the probe should see the check's own imports"
+    assert not imported & {"copier", "anthropic", "jinja2", "yaml"}, imported & {"copier", "anthropic", "jinja2", "yaml"}
