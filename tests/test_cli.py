@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -107,3 +108,17 @@ def test_check_never_imports_copier_or_anthropic(workspace):
     imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "click" in imported and "grader" in imported, "the probe should see the check's own imports"
     assert not imported & {"copier", "anthropic", "jinja2", "yaml"}, imported & {"copier", "anthropic", "jinja2", "yaml"}
+
+
+def test_the_visible_workspace_tests_pass_when_solved_and_fail_on_the_stub(rendered, tmp_path):
+    import shutil
+
+    def pytest_in(root):
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=root, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+
+    last = len(kit.lessons()) - 1
+    solved = pytest_in(shutil.copytree(rendered(last, True), tmp_path / "solved"))
+    assert solved.returncode == 0, solved.stdout[-800:]
+    stub = pytest_in(shutil.copytree(rendered(last), tmp_path / "stub"))
+    assert stub.returncode == 1 and "test_write.py" in stub.stdout
