@@ -44,6 +44,11 @@ def _authoring_problems(lesson: kit.Lesson) -> list[str]:
     problems += [f"{check_id}: in grader/checks/lesson_{lesson.number}.py but not in the manifest" for check_id in sorted(written - listed)]
     problems += [f"{check_id}: in the manifest but has no check function" for check_id in sorted(listed - written)]
     problems += [f"{check.id}: needs at least two hints (a nudge, then the technique)" for check in lesson.checks if len(check.hints) < 2]
+    import yaml  # copier's own dependency; authoring only, never on the check path
+
+    last = len(kit.lessons()) - 1
+    if yaml.safe_load((kit.root() / "copier.yml").read_text(encoding="utf-8"))["last_lesson"]["default"] != last:
+        problems.append(f"copier.yml: last_lesson should default to {last}, the manifest's last lesson")
     return problems
 
 
