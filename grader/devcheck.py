@@ -37,9 +37,9 @@ def _authoring_problems(lesson: kit.Lesson) -> list[str]:
     from grader import checks
 
     problems = [f"{lesson.id}: missing {path.relative_to(kit.root())}" for path in (lesson.text, lesson.script, lesson.stub, lesson.solution) if not path.is_file()]
-    before = set(checks.REGISTRY)
     checks.load(lesson.number)
-    written = set(checks.REGISTRY) - before
+    module = f"grader.checks.lesson_{lesson.number}"
+    written = {check_id for check_id, function in checks.REGISTRY.items() if function.__module__ == module}
     listed = {check.id for check in lesson.checks}
     problems += [f"{check_id}: in grader/checks/lesson_{lesson.number}.py but not in the manifest" for check_id in sorted(written - listed)]
     problems += [f"{check_id}: in the manifest but has no check function" for check_id in sorted(listed - written)]
@@ -47,7 +47,7 @@ def _authoring_problems(lesson: kit.Lesson) -> list[str]:
     import yaml  # copier's own dependency; authoring only, never on the check path
 
     last = len(kit.lessons()) - 1
-    if yaml.safe_load((kit.root() / "copier.yml").read_text(encoding="utf-8"))["last_lesson"]["default"] != last:
+    if lesson.number == last and yaml.safe_load((kit.root() / "copier.yml").read_text(encoding="utf-8"))["last_lesson"]["default"] != last:
         problems.append(f"copier.yml: last_lesson should default to {last}, the manifest's last lesson")
     return problems
 
