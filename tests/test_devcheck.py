@@ -49,3 +49,9 @@ def _in_process_runner(workspace, check_list, **_):
         for name in [name for name in sys.modules if name == "rover" or name.startswith("rover.")]:
             del sys.modules[name]
     return outcomes
+
+
+def test_one_lesson_alone_even_one_that_reuses_another_lessons_helpers():
+    result = CliRunner().invoke(main, ["dev", "check", "--lesson", "4"])
+    assert result.exit_code == 0, result.output
+    assert "lesson-4" in result.output and "lesson-0" not in result.output
