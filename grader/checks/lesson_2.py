@@ -37,6 +37,13 @@ def gone(pid: int) -> bool:
         return False
 
 
+def timed_bash(lab: Lab, command: str, timeout: float):
+    """Run bash through the student's registry; return (result, seconds it took)."""
+    started = time.monotonic()
+    result = lab.tool("bash", command=command, timeout=timeout)
+    return result, time.monotonic() - started
+
+
 @check("bash.output")
 def output(lab: Lab) -> None:
     text = lab.ok("bash", command="echo hello; printf 'no newline at the end'").text
@@ -87,9 +94,8 @@ def tail_bytes(lab: Lab) -> None:
 
 @check("bash.timeout")
 def timeout(lab: Lab) -> None:
-    started = time.monotonic()
-    result = lab.error("bash", command="echo waiting; sleep 30", timeout=1)
-    took = time.monotonic() - started
+    result, took = timed_bash(lab, "echo waiting; sleep 30", timeout=1)
+    expect(result.is_error, f"a command past its timeout should be an is_error result, got {excerpt(result.text)}")
     expect(took < 5, f"a 1-second timeout should return in about a second, it took {took:.1f} s")
     expect("Command timed out after 1 seconds" in result.text, f"the result should say 'Command timed out after 1 seconds', got {excerpt(result.text)}")
     expect("waiting" in result.text, "output printed before the timeout should still come back")
@@ -110,9 +116,7 @@ def kills_group(lab: Lab) -> None:
 
 @check("bash.background")
 def background(lab: Lab) -> None:
-    started = time.monotonic()
-    result = lab.tool("bash", command="sleep 30 & echo started", timeout=20)
-    took = time.monotonic() - started
+    result, took = timed_bash(lab, "sleep 30 & echo started", timeout=20)
     expect(took < 5, f"a command that leaves `sleep 30 &` behind should return when bash exits; it took {took:.1f} s")
     expect("started" in result.text and not result.is_error, f"expected 'started', got {excerpt(result.text)}")
 
