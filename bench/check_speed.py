@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import kit
-from grader.start import render
+from grader.course import kit
+from grader.course.render import render
 
 
 def time_check(workspace: Path, runs: int) -> list[float]:

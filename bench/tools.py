@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader import kit
-from grader.start import render
+from grader.course import kit
+from grader.course.render import render
 
 PROBE = """
 import json, sys, time

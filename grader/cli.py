@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import click
 
-from grader.check import check_command
-from grader.demo import demo_command
-from grader.devcheck import dev_group
-from grader.hint import hint_command
-from grader.lesson_text import lesson_command
-from grader.next import next_command
-from grader.reset import reset_command
-from grader.solution import solution_command
-from grader.start import start_command
-from grader.status import status_command
-from grader.watch import watch_command
+from grader.commands.check import check_command
+from grader.commands.classroom import class_group
+from grader.commands.demo import demo_command
+from grader.commands.dev import dev_group
+from grader.commands.hint import hint_command
+from grader.commands.lesson import lesson_command
+from grader.commands.next import next_command
+from grader.commands.reset import reset_command
+from grader.commands.solution import solution_command
+from grader.commands.start import start_command
+from grader.commands.status import status_command
+from grader.commands.watch import watch_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,7 +24,7 @@ def main() -> None:
 
 
 for command in (start_command, check_command, next_command, status_command, hint_command, lesson_command,
-                watch_command, reset_command, solution_command, demo_command, dev_group):
+                watch_command, reset_command, solution_command, demo_command, dev_group, class_group):
     main.add_command(command)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.start import render
+from grader.course.render import render
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -57,6 +57,6 @@ def solved_rover(rendered, monkeypatch):
 
 
 def max_lesson() -> int:
-    from grader import kit
+    from grader.course import kit
 
     return len(kit.lessons()) - 1

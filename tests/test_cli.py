@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 from click.testing import CliRunner
 
-from grader import kit
+from grader.course import kit
 from grader.cli import main
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from grader import checks
+from grader.grading import checks
 from grader.cli import main
 
 
@@ -16,8 +16,8 @@ def test_the_course_passes_its_own_dev_check():
 def test_a_check_that_passes_on_the_stub_is_reported(monkeypatch):
     checks.load(1)
     monkeypatch.setitem(checks.REGISTRY, "read.missing", lambda lab: None)  # asserts nothing
-    monkeypatch.setattr("grader.runner.run_checks", _in_process_runner)
-    monkeypatch.setattr("grader.devcheck.run_checks", _in_process_runner)
+    monkeypatch.setattr("grader.grading.runner.run_checks", _in_process_runner)
+    monkeypatch.setattr("grader.commands.dev.run_checks", _in_process_runner)
     result = CliRunner().invoke(main, ["dev", "check", "--lesson", "1"])
     assert result.exit_code == 1
     assert "read.missing passes on the stub" in result.output
@@ -29,7 +29,7 @@ def _in_process_runner(workspace, check_list, **_):
     import tempfile
     from pathlib import Path
 
-    from grader.runner import Outcome
+    from grader.grading.runner import Outcome
 
     for name in [name for name in sys.modules if name == "rover" or name.startswith("rover.")]:
         del sys.modules[name]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import kit
+from grader.course import kit
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def test_an_installed_wheel_starts_and_checks_a_lesson(wheel, tmp_path):
     assert installed.returncode == 0, installed.stderr
     env = {**os.environ, "PYTHONPATH": str(target)}
     script = (
-        "import sys; from grader import kit; from grader.cli import main; "
+        "import sys; from grader.course import kit; from grader.cli import main; "
         "assert str(kit.root()).startswith(sys.argv[1]), kit.root(); "
         "main(['start', 'lesson-1', sys.argv[2]])"
     )

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import time
 
-from grader import kit
-from grader.runner import run_checks
+from grader.course import kit
+from grader.grading.runner import run_checks
 
 BROKEN_READ = {
     "an endless loop": "def run(cwd, path, offset=1, limit=None):\n    while True:\n        pass\n",

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from grader import kit
+from grader.course import kit
 
 STASH = kit.root() / "stash"
 FEED = (STASH / "tests/fixtures/feed.xml").read_text(encoding="utf-8")

@@ -9,9 +9,9 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from grader import kit
+from grader.course import kit
 from grader.cli import main
-from grader.workspace import Workspace
+from grader.course.workspace import Workspace
 
 
 def run(*args: str, input: str | None = None):
@@ -135,7 +135,7 @@ def test_lesson_text_in_and_out_of_a_workspace(started, tmp_path, monkeypatch):
 
 
 def test_watch_grades_again_after_a_save(started, capsys):
-    from grader.watch import watch
+    from grader.commands.watch import watch
 
     root = started(1)
     saver = threading.Timer(1.5, lambda: (root / "rover/tools/read.py").write_text(kit.lesson(1).solution.read_text()))
@@ -217,7 +217,7 @@ def test_hint_memory_lives_in_git_dir(started):
 def test_next_without_the_template_version_leaves_the_workspace_as_it_was(started):
     import shutil
 
-    from grader.template_repo import location
+    from grader.course.template_repo import location
 
     root = started(1, solved=True)
     (root / "rover/tools/read.py").write_text((root / "rover/tools/read.py").read_text() + "# mine\n")

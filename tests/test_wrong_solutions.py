@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from grader import kit
-from grader.runner import run_checks
+from grader.course import kit
+from grader.grading.runner import run_checks
 from tests.conftest import FIXTURES
 
 if sys.version_info >= (3, 11):

@@ -1,9 +1,7 @@
 """Lesson 1: read, called through the student's registry on files made for each check."""
 from __future__ import annotations
 
-import tracemalloc
-
-from grader.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, tool_results
 
 NOTICE = "[Showing lines {first}-{last} of {total}{cut}. Use offset={next} to continue.]"
 
@@ -100,12 +98,7 @@ def past_end(lab: Lab) -> None:
 @check("read.bounded-memory")
 def bounded_memory(lab: Lab) -> None:
     lab.file("big.log", ("2026-02-03 INFO request served in 12ms " * 3 + "\n") * 200_000)  # about 24 MB
-    tracemalloc.start()
-    try:
-        result = lab.tool("read", path="big.log")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    result, peak = lab.measure("read", path="big.log")
     expect(not result.is_error, f"reading a big log should work, got {excerpt(result.text)}")
     expect("of 200000" in result.text, f"the notice should count all 200000 lines, got {excerpt(result.text[-120:])}")
     expect(peak < 8_000_000, f"reading the first 50 KB of a 24 MB file used {peak / 1e6:.0f} MB: stream the file, do not load it")
@@ -113,8 +106,8 @@ def bounded_memory(lab: Lab) -> None:
 
 @check("read.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
-    agent = lab.scenario(1)
-    read = [str(block.get("content")) for block in tool_results(agent.messages) if "\tdef parse_date" in str(block.get("content"))]
+    run = lab.scenario(1)
+    read = [str(block.get("content")) for block in tool_results(run.messages) if "\tdef parse_date" in str(block.get("content"))]
     expect(read, "the scenario should read stash/extract.py and see parse_date")
     expect("    22\t" in read[0] and "    23\t" not in read[0] and "[Showing" not in read[0],
            f"stash/extract.py has 22 lines and should come back whole, got {excerpt(read[0][-200:])}")

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from grader import kit
+from grader.course import kit
 
 PARTS = ("copier.yml", "rover/template", "lessons", "solutions")  # everything a render reads
 IDENTITY = ["-c", "user.name=workshop", "-c", "user.email=workshop@localhost", "-c", "commit.gpgsign=false"]

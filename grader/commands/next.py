@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from grader import git, kit
+from grader.course import git, kit
 from grader.errors import WorkshopError
-from grader.grading import grade
-from grader.template_repo import template_source
-from grader.workspace import Workspace, here
+from grader.grading.grade import grade
+from grader.course.template_repo import template_source
+from grader.course.workspace import Workspace, here
 
 
 def move_on(workspace: Workspace, force: bool = False) -> list[str]:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
-from grader import kit
+from grader.course import kit
 from grader.errors import WorkshopError
-from grader.start import PRISTINE
-from grader.workspace import here
+from grader.course.render import PRISTINE
+from grader.course.workspace import here
 
 
 @click.command("demo")

@@ -18,9 +18,9 @@ else:  # pragma: no cover
 
 @lru_cache(maxsize=1)
 def root() -> Path:
-    here = Path(__file__).resolve().parent
-    packaged = here / "kit"
-    return packaged if (packaged / "copier.yml").is_file() else here.parent
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "kit"
+    return packaged if (packaged / "copier.yml").is_file() else package.parent
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""The process the checks run in: `python -m grader.worker WORKSPACE ORDERS_FD REPORT_FD`.
+"""The process the checks run in: `python -m grader.grading.worker WORKSPACE ORDERS_FD REPORT_FD`.
 
 It imports the student's code, so anything can happen here: infinite loops, sys.exit,
-os._exit, a flood of output. The parent (grader.runner) owns the clock and the kill switch;
+os._exit, a flood of output. The parent (grader.grading.runner) owns the clock and the kill switch;
 this side reads check ids, one per line, from ORDERS_FD, runs each, and reports it as a JSON
 line on REPORT_FD. Its own stdin, stdout and stderr are /dev/null, so nothing the student's
 code reads or prints can get mixed into the conversation.
@@ -25,7 +25,7 @@ def main(argv: list[str]) -> None:
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
-    from grader import checks
+    from grader.grading import checks
 
     for line in orders:
         check_id = line.strip()
@@ -42,6 +42,8 @@ def _run_one(checks, check_id: str, workspace: Path) -> tuple[str, str]:
         return "passed", ""
     except checks.CheckFailed as failure:
         return "failed", str(failure)
+    except checks.StudentCrashed as crash:
+        return "error", str(crash)
     except NotImplementedError as todo:
         return "failed", f"not written yet: {todo}"
     except SystemExit as exit_call:

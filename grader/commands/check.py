@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from grader import kit
-from grader.grading import Grade, dumps, grade
-from grader.workspace import here
+from grader.course import kit
+from grader.grading.grade import Grade, dumps, grade
+from grader.course.workspace import here
 
 FAILURES_SHOWN = 3
 MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "error": "[red]✗ error[/]", "timeout": "[yellow]⧗ timeout[/]"}
@@ -22,11 +22,11 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None) ->
     """Grade this workspace: every check of every lesson so far."""
     result = grade(here())
     if junit:
-        from grader.reports import write_junit
+        from grader.grading.reports import write_junit
 
         write_junit(result, junit)
     if gradescope:
-        from grader.reports import write_gradescope
+        from grader.grading.reports import write_gradescope
 
         write_gradescope(result, gradescope)
     if as_json:

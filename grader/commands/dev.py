@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from grader import kit
-from grader.grading import checks_up_to
-from grader.runner import run_checks
-from grader.start import render
+from grader.course import kit
+from grader.grading.grade import checks_up_to
+from grader.grading.runner import run_checks
+from grader.course.render import render
 
 
 def lesson_problems(lesson: kit.Lesson, scratch: Path) -> list[str]:
@@ -34,14 +34,14 @@ def lesson_problems(lesson: kit.Lesson, scratch: Path) -> list[str]:
 
 
 def _authoring_problems(lesson: kit.Lesson) -> list[str]:
-    from grader import checks
+    from grader.grading import checks
 
     problems = [f"{lesson.id}: missing {path.relative_to(kit.root())}" for path in (lesson.text, lesson.script, lesson.stub, lesson.solution) if not path.is_file()]
     checks.load(lesson.number)
-    module = f"grader.checks.lesson_{lesson.number}"
+    module = f"grader.grading.checks.lesson_{lesson.number}"
     written = {check_id for check_id, function in checks.REGISTRY.items() if function.__module__ == module}
     listed = {check.id for check in lesson.checks}
-    problems += [f"{check_id}: in grader/checks/lesson_{lesson.number}.py but not in the manifest" for check_id in sorted(written - listed)]
+    problems += [f"{check_id}: in grader/grading/checks/lesson_{lesson.number}.py but not in the manifest" for check_id in sorted(written - listed)]
     problems += [f"{check_id}: in the manifest but has no check function" for check_id in sorted(listed - written)]
     problems += [f"{check.id}: needs at least two hints (a nudge, then the technique)" for check in lesson.checks if len(check.hints) < 2]
     import yaml  # copier's own dependency; authoring only, never on the check path

@@ -4,10 +4,9 @@ from __future__ import annotations
 import os
 import re
 import time
-import tracemalloc
 from pathlib import Path
 
-from grader.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, tool_results
 
 SPILL_NOTICE = r"\[Showing lines {first}-{last} of {last} \({limit} limit\)\. Full output: (\S+)\]$"
 
@@ -123,12 +122,7 @@ def background(lab: Lab) -> None:
 
 @check("bash.bounded-memory")
 def bounded_memory(lab: Lab) -> None:
-    tracemalloc.start()
-    try:
-        result = lab.tool("bash", command="yes $(printf 'x%.0s' $(seq 1 200)) | head -n 100000")  # 20 MB
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    result, peak = lab.measure("bash", command="yes $(printf 'x%.0s' $(seq 1 200)) | head -n 100000")  # 20 MB
     expect("(50.0KB limit). Full output: " in result.text[-300:],
            f"20 MB of output should be cut to its tail with a notice, got {excerpt(result.text[-160:])}")
     expect(peak < 4_000_000, f"20 MB of output took {peak / 1e6:.0f} MB of memory: keep only the tail, stream the rest to the file")
@@ -136,6 +130,6 @@ def bounded_memory(lab: Lab) -> None:
 
 @check("bash.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
-    agent = lab.scenario(2)
-    runs = [str(block.get("content")) for block in tool_results(agent.messages) if "passed" in str(block.get("content")) or "failed" in str(block.get("content"))]
+    run = lab.scenario(2)
+    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content")) or "failed" in str(block.get("content"))]
     expect(runs and "2 failed" in runs[-1], f"running stash's suite should report '2 failed', got {excerpt(runs[-1][-300:] if runs else '(no test run)')}")

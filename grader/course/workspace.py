@@ -36,7 +36,7 @@ class Workspace:
         # The answers file is flat `key: value` YAML; reading it by hand keeps `workshop check` free of a YAML import.
         text = (folder / ANSWERS).read_text(encoding="utf-8")
         values = dict(re.findall(r"^(\w+):\s*(.*?)\s*$", text, flags=re.MULTILINE))
-        from grader import kit
+        from grader.course import kit
 
         if not values.get("lesson", "").isdigit() or int(values["lesson"]) >= len(kit.lessons()):
             raise NotAWorkspace(f"{folder / ANSWERS} names no lesson this kit has (lessons 0 to {len(kit.lessons()) - 1}); was it edited by hand?")

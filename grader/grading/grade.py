@@ -4,15 +4,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from grader import kit
-from grader.runner import Outcome, run_checks
-from grader.workspace import Workspace
+from grader.course import kit
+from grader.grading.runner import Outcome, run_checks
+from grader.course.workspace import Workspace
 
 
 @dataclass(frozen=True)
 class Grade:
     lesson: int
     outcomes: list[Outcome]
+    root_cause: str | None = None  # set when the workspace's rover package could not even be imported (file, line, error)
 
     @property
     def passed(self) -> bool:

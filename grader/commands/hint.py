@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 
-from grader import kit
+from grader.course import kit
 from grader.errors import WorkshopError
-from grader.grading import checks_up_to, grade
-from grader.workspace import here
+from grader.grading.grade import checks_up_to, grade
+from grader.course.workspace import here
 
 
 def _memory(workspace_path: Path) -> Path:

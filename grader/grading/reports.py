@@ -5,7 +5,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from grader.grading import Grade
+from grader.grading.grade import Grade
 
 
 def write_junit(grade: Grade, path: Path) -> None:

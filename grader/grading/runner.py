@@ -1,6 +1,6 @@
 """Run checks in worker processes, each check on a clock, and survive whatever the student's code does.
 
-A few lanes run side by side, each a thread that feeds one worker (`python -m grader.worker`,
+A few lanes run side by side, each a thread that feeds one worker (`python -m grader.grading.worker`,
 in a session of its own so a kill takes its children too) one check at a time from a shared
 queue, so slow checks spread out by themselves. A check past its time limit gets its worker
 killed and is reported as a timeout; a worker that dies mid-check is reported as an error;
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.kit import Check
+from grader.course.kit import Check
 
 TIME_LIMIT = 10.0
 LANES = 4  # checks mostly wait (on sleeps, subprocesses, clocks), so more lanes than cores pay off
@@ -75,7 +75,7 @@ class _Worker:
         orders_read, self.orders = os.pipe()
         self.reports, report_write = os.pipe()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "grader.worker", str(workspace), str(orders_read), str(report_write)],
+            [sys.executable, "-m", "grader.grading.worker", str(workspace), str(orders_read), str(report_write)],
             cwd=workspace, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             pass_fds=(orders_read, report_write), start_new_session=True,
         )

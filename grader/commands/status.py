@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from grader import kit
-from grader.grading import grade
-from grader.workspace import here
+from grader.course import kit
+from grader.grading.grade import grade
+from grader.course.workspace import here
 
 
 @click.command("status")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from grader import git, kit
+from grader.course import git, kit
 from grader.errors import WorkshopError
-from grader.start import copy_stash, pristine_file, render
-from grader.workspace import Workspace, here
+from grader.course.render import copy_stash, pristine_file, render
+from grader.course.workspace import Workspace, here
 
 GIVEN = {"ls": "rover/tools/ls.py"}
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from grader.check import show
-from grader.grading import grade
-from grader.workspace import Workspace, here
+from grader.commands.check import show
+from grader.grading.grade import grade
+from grader.course.workspace import Workspace, here
 
 
 def snapshot(folder: Path) -> dict[str, float]:

@@ -5,9 +5,9 @@ import os
 
 import click
 
-from grader import kit
+from grader.course import kit
 from grader.errors import WorkshopError
-from grader.workspace import NotAWorkspace, Workspace
+from grader.course.workspace import NotAWorkspace, Workspace
 
 
 @click.command("lesson")

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import click
 
-from grader import git, kit
+from grader.course import git, kit
 from grader.errors import WorkshopError
-from grader.grading import grade
-from grader.workspace import here
+from grader.grading.grade import grade
+from grader.course.workspace import here
 
 
 @click.command("solution")

@@ -1,8 +1,8 @@
 """Lesson 4: write, and a loop that never writes from a reply cut off at max_tokens."""
 from __future__ import annotations
 
-from grader.checks import Lab, check, excerpt, expect, tool_results
-from grader.checks.lesson_0 import done, say, turn, use
+from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks.lesson_0 import done, say, turn, use
 
 
 @check("write.create")
@@ -68,19 +68,18 @@ def directory(lab: Lab) -> None:
 def cut_off_turn(lab: Lab) -> None:
     half = use("toolu_cut", "write", path="big.py", content="def main():\n    print('hel")
     whole = use("toolu_whole", "write", path="small.py", content="print('hello')\n")
-    agent, model = lab.agent([turn(say("Writing it in one go"), half, stop="max_tokens"), turn(whole), done()])
-    agent.run("Write the program.")
+    run = lab.run_agent([turn(say("Writing it in one go"), half, stop="max_tokens"), turn(whole), done()], "Write the program.")
     expect(not (lab.tmp / "big.py").exists(), "a write from a reply cut off at max_tokens must not run: its content may be half a file")
     expect((lab.tmp / "small.py").read_text() == "print('hello')\n", "the smaller write the model sent next should run")
-    cut = [block for block in tool_results(agent.messages) if block.get("tool_use_id") == "toolu_cut"]
+    cut = [block for block in tool_results(run.messages) if block.get("tool_use_id") == "toolu_cut"]
     expect(cut and cut[0].get("is_error"), "the cut-off write should be answered with an is_error tool_result")
 
 
 @check("write.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
-    agent = lab.scenario(4)
-    created = agent.cwd / "tests/test_plain_text.py"
+    run = lab.scenario(4)
+    created = run.cwd / "tests/test_plain_text.py"
     expect(created.is_file(), "the scenario should create stash's tests/test_plain_text.py")
-    results = [str(block.get("content")) for block in tool_results(agent.messages)]
+    results = [str(block.get("content")) for block in tool_results(run.messages)]
     expect(str(len(created.read_bytes())) in results[0], f"write should report the {len(created.read_bytes())} bytes written, got {excerpt(results[0])}")
     expect("1 passed" in results[-1], f"the new test should pass, got {excerpt(results[-1][-200:])}")

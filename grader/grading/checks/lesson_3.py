@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from grader.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, tool_results
 
 CONFIG = "name = 'stash'\ndebug = False\nretries = 3\n"
 THRICE = "def render(entry):\n    title = entry.title\n    return f'<h2>{title}</h2>'\n"
@@ -127,9 +127,9 @@ def atomic(lab: Lab) -> None:
 
 @check("edit.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
-    agent = lab.scenario(3)
-    fixed = (agent.cwd / "stash/extract.py").read_text()
+    run = lab.scenario(3)
+    fixed = (run.cwd / "stash/extract.py").read_text()
     expect('        "%a, %d %b %Y %H:%M:%S %z",\n' in fixed and fixed.count("\n") == 27,
            f"after the scenario, parse_date should list the offset-aware formats first, got {excerpt(fixed[200:520])}")
-    runs = [str(block.get("content")) for block in tool_results(agent.messages) if "passed" in str(block.get("content"))]
+    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]
     expect(runs and "1 failed, 1 passed" in runs[-1], "stash's suite should end at '1 failed, 1 passed' after the fix")

@@ -1,0 +1,27 @@
+"""The hidden checks, one module per lesson (`lesson_N.py`), registered by id.
+
+A check is a function that takes a Lab (grader.grading.lab) and raises CheckFailed, through
+`expect`, when the student's code misbehaves. It sees only what the Lab answers: data.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from grader.grading.lab import AgentRun, CheckFailed, Lab, Raised, Result, StudentCrashed, excerpt, expect, tool_results
+
+__all__ = ["AgentRun", "CheckFailed", "Lab", "Raised", "Result", "REGISTRY", "StudentCrashed", "check", "excerpt", "expect", "load", "tool_results"]
+
+REGISTRY: dict[str, Callable[[Lab], None]] = {}
+
+
+def check(check_id: str) -> Callable:
+    def register(function: Callable[[Lab], None]) -> Callable[[Lab], None]:
+        REGISTRY[check_id] = function
+        return function
+
+    return register
+
+
+def load(lesson: int) -> None:
+    importlib.import_module(f"grader.grading.checks.lesson_{lesson}")

@@ -1,0 +1,46 @@
+"""The grader's own scripted model: the student's loop is driven by this, never by the workspace's copy.
+
+It answers `complete(system, messages, tools)` with the script's turns in order, records each
+request as plain data, and raises ScriptError when the loop asks for more turns than the
+script has or a turn's `expect` text is missing from the tool results just sent.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Reply:
+    content: list[dict]
+    stop_reason: str
+    usage: dict = field(default_factory=dict)
+
+
+class ScriptError(Exception):
+    """The loop left the script: it asked past the last turn, or a result lacked the expected text."""
+
+
+class ScriptedModel:
+    def __init__(self, turns: list[dict]):
+        self.turns = turns
+        self.calls: list[dict] = []
+
+    def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
+        self.calls.append(json.loads(json.dumps({"system": system, "messages": messages, "tools": tools}, default=str)))
+        number = len(self.calls)
+        if number > len(self.turns):
+            raise ScriptError(f"the script has {len(self.turns)} turns and the loop asked for turn {number}")
+        turn = self.turns[number - 1]
+        if "expect" in turn:
+            seen = last_results_text(messages)
+            if turn["expect"] not in seen:
+                raise ScriptError(f"turn {number} expected the tool results to contain {turn['expect']!r}, but they were:\n{seen[:600]}")
+        return Reply(json.loads(json.dumps(turn["content"])), turn.get("stop_reason", "end_turn"), dict(turn.get("usage", {})))
+
+
+def last_results_text(messages: list[dict]) -> str:
+    """The text of the last message's blocks (tool results or plain text), joined."""
+    last = messages[-1].get("content", "") if messages and isinstance(messages[-1], dict) else ""
+    blocks = last if isinstance(last, list) else [{"type": "text", "text": last}]
+    return "\n".join(str(block.get("content", block.get("text", ""))) if isinstance(block, dict) else str(block) for block in blocks)
