@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass
 
 from grader.course import kit
-from grader.grading.runner import Outcome, run_checks
+from grader.grading.runner import Outcome, run_suite
 from grader.course.workspace import Workspace
 
 
@@ -56,9 +56,11 @@ def checks_up_to(lesson: int) -> list[kit.Check]:
     return [check for number in range(lesson + 1) for check in kit.lesson(number).checks]
 
 
-def grade(workspace: Workspace, only: int | None = None) -> Grade:
+def grade(workspace: Workspace, only: int | None = None, on_outcome=None) -> Grade:
+    """Grade the workspace's lesson (every check so far), or `only` lesson N's own checks; `on_outcome` sees each as it lands."""
     checks = list(kit.lesson(only).checks) if only is not None else checks_up_to(workspace.lesson)
-    return Grade(workspace.lesson, run_checks(workspace.path, checks))
+    suite = run_suite(workspace.path, checks, on_outcome=on_outcome)
+    return Grade(workspace.lesson, suite.outcomes, suite.root_cause)
 
 
 def dumps(grade: Grade) -> str:

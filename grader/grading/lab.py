@@ -2,18 +2,23 @@
 
 A check sees plain data: a tool call's `Result` (text and is_error), an `AgentRun` (the
 messages, the model calls, the answer or the exception), files on disk under `lab.tmp`.
-This keeps every verdict in the grader's hands: the implementation behind these methods
-may run the student's code anywhere (a worker process), as long as it answers with data.
+This keeps every verdict in the grader's hands: the student's code runs in a worker process
+(grader.grading.worker) that answers each call with data, and the checks judge it here.
 """
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.course import kit
+
+
+MESSAGE_LIMIT = 700  # characters of a message in any report
 
 
 class CheckFailed(AssertionError):
@@ -66,15 +71,24 @@ class AgentRun:
 
 
 class Lab:
-    """One check's bench: the workspace under test and a fresh, empty directory to work in."""
+    """One check's bench: the workspace under test, a fresh directory to work in, and the worker that runs the code.
 
-    def __init__(self, workspace: Path, tmp: Path):
+    Every call into the student's code is a request to the worker (grader.grading.proxy), answered
+    with data that is checked here before a check sees it. Without a worker (authoring tests) the
+    same harness runs in this process instead, with no sandbox at all.
+    """
+
+    def __init__(self, workspace: Path, tmp: Path, worker: Any = None, deadline: float = math.inf, stopping: Any = None):
         self.workspace = workspace
         self.tmp = tmp
+        self._worker = worker or _InProcess(workspace)
+        self._deadline = deadline
+        self._stopping = stopping or threading.Event()
 
     # --- files, made and inspected by the grader itself ---------------------------------------
 
     def file(self, name: str, content: str | bytes) -> Path:
+        self._live()
         path = self.tmp / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
@@ -82,6 +96,7 @@ class Lab:
 
     def stash(self) -> Path:
         """A fresh copy of pristine stash, the repo every scenario works on."""
+        self._live()
         target = self.tmp / "stash"
         shutil.copytree(kit.root() / "stash", target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
         return target
@@ -90,12 +105,10 @@ class Lab:
 
     def tool(self, name: str, **args: Any) -> Result:
         """Call a tool through the student's registry, as the model would."""
-        from rover.tools import execute
-
-        result = execute(name, args, self.tmp)
-        text, is_error = getattr(result, "text", None), getattr(result, "is_error", None)
+        data = self._ask("tool", name=name, args=args, cwd=str(self.tmp))
+        text, is_error = (data.get("text"), data.get("is_error")) if isinstance(data, dict) else (None, None)
         expect(type(text) is str and type(is_error) is bool,
-               f"{name} should return a result with .text (a str) and .is_error (a bool), got {result!r:.200}")
+               f"{name} should return a result with .text (a str) and .is_error (a bool), got {excerpt(data, 200)}")
         return Result(text, is_error)
 
     def ok(self, name: str, **args: Any) -> Result:
@@ -109,28 +122,28 @@ class Lab:
         return result
 
     def measure(self, name: str, **args: Any) -> tuple[Result, int]:
-        """A tool call and the extra memory (bytes, peak over the level before) that call alone took."""
-        import tracemalloc
+        """A tool call and the extra memory (bytes) it took: the worker's peak RSS during the call over its RSS before.
 
-        tracemalloc.start()
-        try:
-            result = self.tool(name, **args)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-        return result, peak
+        Measured from outside, in /proc, so the student's imports (done once, before any check) never count.
+        """
+        if isinstance(self._worker, _InProcess):
+            return self._worker.measure(lambda: self.tool(name, **args))
+        self._ask("tool", name=name, settle=True)
+        before = self._worker.memory("VmRSS")
+        self._worker.reset_peak()
+        result = self.tool(name, **args)
+        return result, max(0, self._worker.memory("VmHWM") - before)
 
     def schemas(self) -> list[dict]:
         """The tool definitions the student's registry offers."""
-        from rover.tools import schemas
-
-        return json.loads(json.dumps(schemas()))
+        found = self._ask("schemas")
+        expect(isinstance(found, list) and all(isinstance(tool, dict) for tool in found),
+               f"schemas() should return a list of tool definitions (dicts), got {excerpt(found, 200)}")
+        return found
 
     def call(self, module: str, function: str, *args: Any) -> Any:
         """Call one of the workspace's seams (`rover.gate.decide`, ...) with JSON data; the answer as JSON data."""
-        import importlib
-
-        return json.loads(json.dumps(getattr(importlib.import_module(module), function)(*args)))
+        return self._ask("call", module=module, function=function, args=list(args))
 
     def run_agent(self, turns: list[dict], task: str, cwd: Path | None = None, max_turns: int = 30, spy: bool = False,
                   may_raise: bool = False) -> AgentRun:
@@ -139,22 +152,14 @@ class Lab:
         An exception out of `run` ends the check as an error, unless `may_raise` (then it is in `run.raised`);
         the scripted model's own ScriptError (the loop left the script) is always returned, never raised.
         """
-        from rover.agent import Agent
-
-        from grader.grading.scripted import ScriptedModel, ScriptError
-
-        model = ScriptedModel(turns)
         run = AgentRun(cwd or self.tmp)
-        agent = Agent(model, run.cwd, system="You are Rover.", max_turns=max_turns)
-        with _spy_tool(run.spy_calls, spy):
-            try:
-                run.answer = agent.run(task)
-            except ScriptError as overrun:
-                run.raised = Raised("ScriptError", str(overrun), from_script=True)
-            except Exception as crash:
-                run.raised = Raised(type(crash).__name__, str(crash))
-        run.messages = json.loads(json.dumps(agent.messages, default=str))
-        run.calls = model.calls
+        data = self._ask("run_agent", turns=turns, task=task, cwd=str(run.cwd), max_turns=max_turns, spy=spy)
+        expect(isinstance(data, dict), f"the agent's run came back as {excerpt(data, 100)}, not as a run")
+        run.answer = data.get("answer")
+        run.messages, run.calls, run.spy_calls = (_list_of_dicts(data.get(key)) for key in ("messages", "calls", "spy_calls"))
+        raised = data.get("raised")
+        if isinstance(raised, dict):
+            run.raised = Raised(str(raised.get("type")), str(raised.get("message")), str(raised.get("where") or ""), raised.get("from_script") is True)
         _settle(run, may_raise)
         return run
 
@@ -168,6 +173,49 @@ class Lab:
         expect(len(run.calls) == len(turns), f"the loop stopped after {len(run.calls)} of the script's {len(turns)} turns")
         return run
 
+    # --- the wire -------------------------------------------------------------------------------
+
+    def _ask(self, op: str, **fields: Any) -> Any:
+        """One request to the worker; its `ok` data, or the student's exception raised as the check's end."""
+        self._live()
+        answer = self._worker.request(op, self._deadline, self._stopping, **fields)
+        if "ok" in answer:
+            return answer["ok"]
+        if "bad" in answer:
+            raise CheckFailed(str(answer["bad"])[:MESSAGE_LIMIT])
+        raised = answer["raised"] if isinstance(answer["raised"], dict) else {}
+        _settle(AgentRun(self.tmp, raised=Raised(str(raised.get("type")), str(raised.get("message")), str(raised.get("where") or ""))), False)
+        raise StudentCrashed("the worker reported an exception without saying which")
+
+    def _live(self) -> None:
+        if self._stopping.is_set():
+            from grader.grading.proxy import Stopped
+
+            raise Stopped()
+
+
+class _InProcess:
+    """The harness in this very process: for authoring tests that patch the registry; no isolation."""
+
+    def __init__(self, workspace: Path):
+        self.workspace = workspace
+
+    def request(self, op: str, deadline: float, stopping: Any, **fields: Any) -> dict:
+        from grader.grading import harness
+
+        return json.loads(json.dumps(harness.answer(op, {"op": op, **fields}, str(self.workspace))))
+
+    def measure(self, call) -> tuple[Result, int]:
+        import tracemalloc
+
+        tracemalloc.start()
+        try:
+            result = call()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        return result, peak
+
 
 def _settle(run: AgentRun, may_raise: bool) -> None:
     """Turn an unwritten loop or a crash into the check's end, unless the check asked to see it."""
@@ -176,38 +224,14 @@ def _settle(run: AgentRun, may_raise: bool) -> None:
         return
     if raised.type == "NotImplementedError":
         raise CheckFailed(f"not written yet: {raised.message}")
+    if raised.type == "SystemExit":
+        raise StudentCrashed(f"the code called sys.exit({raised.message}); return or raise instead of exiting")
     if not may_raise:
         raise StudentCrashed(f"{raised.type}{' in ' + raised.where if raised.where else ''}: {raised.message}")
 
 
-class _spy_tool:
-    """A `touch` tool that records its calls, slipped into the student's registry for one run."""
-
-    def __init__(self, calls: list[dict], active: bool):
-        self.calls, self.active = calls, active
-
-    def __enter__(self) -> None:
-        if not self.active:
-            return
-        from types import SimpleNamespace
-
-        import rover.tools
-        from rover.tools.result import ToolResult
-
-        def run(cwd, **args):
-            self.calls.append(args)
-            return ToolResult("touched")
-
-        rover.tools.TOOLS["touch"] = SimpleNamespace(
-            NAME="touch", DESCRIPTION="Touch a file.", run=run,
-            INPUT_SCHEMA={"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
-        )
-
-    def __exit__(self, *exc: object) -> None:
-        if self.active:
-            import rover.tools
-
-            rover.tools.TOOLS.pop("touch", None)
+def _list_of_dicts(value: Any) -> list:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def tool_results(messages: list[dict]) -> list[dict]:

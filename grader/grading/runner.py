@@ -1,28 +1,34 @@
-"""Run checks in worker processes, each check on a clock, and survive whatever the student's code does.
+"""Run checks in the grader's process against student code in sandboxed workers, each check on a clock.
 
-A few lanes run side by side, each a thread that feeds one worker (`python -m grader.grading.worker`,
-in a session of its own so a kill takes its children too) one check at a time from a shared
-queue, so slow checks spread out by themselves. A check past its time limit gets its worker
-killed and is reported as a timeout; a worker that dies mid-check is reported as an error;
-either way the lane starts a fresh worker for the next check.
+A few lanes run side by side, each a thread with its own worker (grader.grading.worker) that
+takes checks from a shared queue, so slow checks spread out by themselves. The check itself
+runs here, in the lane's thread; only its calls into the student's code go to the worker
+(grader.grading.lab and proxy). Every worker imports the student's `rover` first, on its own
+clock: if that fails, the run stops there with one root cause instead of a failure per check.
+A check past its clock gets its worker killed and is a timeout; a worker that breaks the
+protocol or dies makes its check an error; either way the lane starts a fresh worker.
+
+Everything the run makes lives in one RunFolder (grader.grading.sandbox), ended and removed
+on the way out, whatever the way out is: the end, an exception, Ctrl-C or SIGTERM.
 """
 from __future__ import annotations
 
-import json
-import os
 import queue
-import select
+import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from grader.course.kit import Check
+from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
+from grader.grading.proxy import CheckTimeout, Stopped, Worker, WorkerLost
+from grader.grading.sandbox import RunFolder
 
 TIME_LIMIT = 10.0
+IMPORT_LIMIT = 5.0
 LANES = 4  # checks mostly wait (on sleeps, subprocesses, clocks), so more lanes than cores pay off
 
 
@@ -31,86 +37,197 @@ class Outcome:
     check: Check
     status: str  # passed | failed | error | timeout
     message: str = ""
+    seconds: float = 0.0  # wall time of the check
 
     @property
     def passed(self) -> bool:
         return self.status == "passed"
 
 
-def run_checks(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES) -> list[Outcome]:
-    """Every check's outcome, in the order given."""
-    todo: queue.SimpleQueue[Check] = queue.SimpleQueue()
-    for check in sorted(checks, key=lambda check: not check.slow):  # slow ones first, so they overlap
-        todo.put(check)
-    finished: dict[str, Outcome] = {}
-    lanes = [threading.Thread(target=_lane, args=(workspace, todo, finished, time_limit)) for _ in range(max(1, min(jobs, len(checks))))]
-    for lane in lanes:
-        lane.start()
-    for lane in lanes:
-        lane.join()
-    return [finished[check.id] for check in checks]
+@dataclass
+class Suite:
+    outcomes: list[Outcome]
+    root_cause: str | None = None  # the rover package did not import: one line with file and line
 
 
-def _lane(workspace: Path, todo: queue.SimpleQueue, finished: dict[str, Outcome], time_limit: float) -> None:
-    worker = None
-    try:
-        while True:
-            try:
-                check = todo.get_nowait()
-            except queue.Empty:
-                return
-            worker = worker or _Worker(workspace)
-            outcome = worker.run(check, time_limit)
-            finished[check.id] = outcome
-            if outcome.status == "timeout" or not worker.alive():
-                worker.stop()
-                worker = None
-    finally:
-        if worker:
-            worker.stop()
+def run_checks(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES,
+               on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Every check's outcome, in the order given; `on_outcome` sees each one as it is ready (in this thread)."""
+    return run_suite(workspace, checks, time_limit, jobs, on_outcome).outcomes
 
 
-class _Worker:
-    def __init__(self, workspace: Path):
-        orders_read, self.orders = os.pipe()
-        self.reports, report_write = os.pipe()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "grader.grading.worker", str(workspace), str(orders_read), str(report_write)],
-            cwd=workspace, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(orders_read, report_write), start_new_session=True,
-        )
-        os.close(orders_read)
-        os.close(report_write)
-        self.buffer = b""
+def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES,
+              on_outcome: Callable[[Outcome], None] | None = None) -> Suite:
+    from grader.grading import checks as registry
 
-    def run(self, check: Check, time_limit: float) -> Outcome:
+    for lesson in sorted({check.lesson for check in checks}):
+        registry.load(lesson)
+    run = _Run(Path(workspace).resolve(), checks, time_limit, registry.REGISTRY)
+    with _terminate_as_exit():
         try:
-            os.write(self.orders, f"{check.lesson}:{check.id}\n".encode())
-        except BrokenPipeError:
-            return Outcome(check, "error", "the grader's worker process ended before this check could start")
-        deadline = time.monotonic() + time_limit
-        while b"\n" not in self.buffer:
-            ready, _, _ = select.select([self.reports], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                return Outcome(check, "timeout", f"still running after {time_limit:g} s: is there an endless loop, or a call that waits forever?")
-            chunk = os.read(self.reports, 65536)
-            if not chunk:
-                code = self.process.wait()
-                return Outcome(check, "error", f"the check's process died (exit status {code}) before reporting: did the code call os._exit, or crash Python?")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        event = json.loads(line)
-        return Outcome(check, event["status"], event["message"])
+            run.start(max(1, min(jobs, len(checks))))
+            return run.collect(on_outcome)
+        finally:
+            with _sigint_ignored():
+                run.stop()
 
-    def alive(self) -> bool:
-        return self.process.poll() is None
+
+@dataclass
+class _Run:
+    workspace: Path
+    checks: list[Check]
+    time_limit: float
+    registry: dict
+    folder: RunFolder = field(default_factory=RunFolder)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+    root_cause: str | None = None
+
+    def start(self, lanes: int) -> None:
+        self.todo: queue.SimpleQueue[Check] = queue.SimpleQueue()
+        for check in sorted(self.checks, key=lambda check: not check.slow):  # slow ones first, so they overlap
+            self.todo.put(check)
+        self.workers: list[Worker] = []
+        self.lanes = [threading.Thread(target=self._lane, daemon=True) for _ in range(lanes)]
+        for lane in self.lanes:
+            lane.start()
+
+    def collect(self, on_outcome) -> Suite:
+        finished: dict[str, Outcome] = {}
+        while len(finished) < len(self.checks) and self.root_cause is None:
+            try:
+                outcome = self.results.get(timeout=0.1)
+            except queue.Empty:
+                if not any(lane.is_alive() for lane in self.lanes) and self.results.empty():
+                    break
+                continue
+            finished[outcome.check.id] = outcome
+            if on_outcome:
+                on_outcome(outcome)
+        if self.root_cause is not None:
+            cause = self.root_cause
+            outcomes = [Outcome(check, "error", _cut(f"not run: the rover package does not import ({cause})")) for check in self.checks]
+            return Suite(outcomes, cause)
+        missing = "not run: the grader's lane for it stopped"
+        return Suite([finished.get(check.id) or Outcome(check, "error", missing) for check in self.checks])
 
     def stop(self) -> None:
-        """End the worker and anything it started (a bash tool's children included)."""
-        for fd in (self.orders, self.reports):
-            os.close(fd)
+        self.stopping.set()
+        for worker in list(self.workers):
+            worker.stop()
+        deadline = time.monotonic() + 0.5
+        for lane in self.lanes if hasattr(self, "lanes") else []:
+            lane.join(max(0.0, deadline - time.monotonic()))
+        for worker in list(self.workers):  # one a lane started while we were stopping the others
+            worker.stop()
+        self.folder.close()
+
+    # --- one lane ---------------------------------------------------------------------------
+
+    def _lane(self) -> None:
+        worker = None
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.process.wait()
+            while not self.stopping.is_set():
+                worker = worker or self._worker()
+                if worker is None:
+                    return
+                try:
+                    check = self.todo.get_nowait()
+                except queue.Empty:
+                    return
+                self.results.put(self._judge(check, worker))
+                if worker.spoiled:
+                    worker.stop()
+                    worker = None
+        except Stopped:
+            return
+        finally:
+            if worker:
+                worker.stop()
+
+    def _worker(self) -> Worker | None:
+        """A fresh worker with the student's rover imported, or None (and the run's root cause) if it will not import."""
+        worker = Worker(self.folder, self.workspace, IMPORT_LIMIT)
+        self.workers.append(worker)
+        if self.stopping.is_set():
+            raise Stopped()
+        try:
+            answer = worker.start(time.monotonic() + IMPORT_LIMIT, self.stopping)
+            if "ok" in answer:
+                return worker
+            cause = _import_error(answer)
+        except CheckTimeout:
+            from grader.grading.proxy import crash_site
+
+            where = crash_site(worker.scratch / "crash.log", self.workspace)
+            cause = f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop or a wait at import?"
+        except WorkerLost as lost:
+            cause = f"the worker died while importing it: {lost}"
+        self.root_cause = self.root_cause or _cut(cause)
+        self.stopping.set()
+        worker.stop()
+        return None
+
+    def _judge(self, check: Check, worker: Worker) -> Outcome:
+        tmp = self.folder.folder("check")
+        started = time.monotonic()
+        lab = Lab(self.workspace, tmp, worker, started + self.time_limit, self.stopping)
+        try:
+            self.registry[check.id](lab)
+            status, message = "passed", ""
+        except CheckFailed as failure:
+            status, message = "failed", str(failure)
+        except StudentCrashed as crash:
+            status, message = "error", str(crash)
+        except CheckTimeout:
+            status, message = "timeout", f"still running after {self.time_limit:g} s: is there an endless loop, or a call that waits forever?"
+        except WorkerLost as lost:
+            status, message = "error", str(lost)
+        except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly
+            status, message = "error", f"the answer made no sense to the check ({type(confusion).__name__}: {confusion})"
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return Outcome(check, status, _cut(message), time.monotonic() - started)
+
+
+def _import_error(answer: dict) -> str:
+    if "bad" in answer:
+        return str(answer["bad"])
+    raised = answer["raised"] if isinstance(answer.get("raised"), dict) else {}
+    where = f" in {raised.get('where')}" if raised.get("where") else ""
+    return f"{raised.get('type')}{where}: {raised.get('message')}"
+
+
+def _cut(message: str) -> str:
+    message = str(message)
+    return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 30] + f"... ({len(message)} characters in all)"
+
+
+class _terminate_as_exit:
+    """SIGTERM (an outer `timeout`, a CI runner) raises SystemExit(143) in the main thread, so the run is still cleaned up."""
+
+    def __enter__(self) -> None:
+        self.previous = _install(signal.SIGTERM, _exit_on_term)
+
+    def __exit__(self, *exc: object) -> None:
+        _install(signal.SIGTERM, self.previous)
+
+
+class _sigint_ignored:
+    """A second Ctrl-C must not cut the cleanup short."""
+
+    def __enter__(self) -> None:
+        self.previous = _install(signal.SIGINT, signal.SIG_IGN)
+
+    def __exit__(self, *exc: object) -> None:
+        _install(signal.SIGINT, self.previous)
+
+
+def _exit_on_term(number, frame) -> None:
+    raise SystemExit(128 + signal.SIGTERM)
+
+
+def _install(number: int, handler):
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(number, handler)

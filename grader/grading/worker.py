@@ -1,83 +1,130 @@
-"""The process the checks run in: `python -m grader.grading.worker WORKSPACE ORDERS_FD REPORT_FD`.
+"""The process that hosts the student's code: `python -m grader.grading.worker WORKSPACE ORDERS ANSWERS LIFE IMPORT_LIMIT`.
 
-It imports the student's code, so anything can happen here: infinite loops, sys.exit,
-os._exit, a flood of output. The parent (grader.grading.runner) owns the clock and the kill switch;
-this side reads check ids, one per line, from ORDERS_FD, runs each, and reports it as a JSON
-line on REPORT_FD. Its own stdin, stdout and stderr are /dev/null, so nothing the student's
-code reads or prints can get mixed into the conversation.
+It starts as a keeper: it takes the limits (address space, file size), becomes the subreaper
+of its own tree, and forks the worker proper, which imports the student's `rover` once and
+then answers the grader's requests, one JSON line each way (grader.grading.harness says
+what each request does). Anything can happen in the worker; the keeper only waits. When the
+worker dies, or the grader goes (its end of the LIFE pipe closes), the keeper kills every
+process below it, daemons included, and exits with the worker's status. The student's code
+never sees the grader as its parent: its parent is the keeper.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import resource
+import select
 import shutil
+import signal
 import sys
 import tempfile
-import traceback
-from pathlib import Path
+
+from grader.grading import harness
+from grader.grading.sandbox import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, kill_tree, prctl
+
+ADDRESS_SPACE = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # 1 GiB by default
+FILE_SIZE = 128 << 20  # no single file a tool writes may pass 128 MiB
+MAX_ANSWER = 32 << 20  # the grader refuses longer lines; say so here instead of sending them
+CRASH_LOG = "crash.log"  # in the worker's scratch cwd: faulthandler's traceback of a hang or a crash
 
 
 def main(argv: list[str]) -> None:
-    workspace, orders, report = Path(argv[0]), os.fdopen(int(argv[1]), encoding="utf-8"), os.fdopen(int(argv[2]), "w", buffering=1, encoding="utf-8")
-    _silence_output()
-    sys.path.insert(0, str(workspace))
+    workspace, orders, answers, life, import_limit = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), float(argv[4])
+    for limit, value in ((resource.RLIMIT_AS, ADDRESS_SPACE), (resource.RLIMIT_FSIZE, FILE_SIZE)):
+        resource.setrlimit(limit, (value, value))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past the limit is an OSError for the writer, not a kill
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    keeper = os.getpid()
+    child = os.fork()
+    if child == 0:
+        for fd in (life, wake_read, wake_write):
+            os.close(fd)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != keeper:
+            os._exit(70)
+        serve(workspace, orders, answers, import_limit)
+    os.close(orders)
+    os.close(answers)
+    keep(child, life, wake_read)
+
+
+def keep(worker: int, life: int, wake: int) -> None:
+    """Wait for the worker to end or the grader to go; then end everything below, and report the worker's status."""
+    status, orphaned = None, False
+    while status is None:
+        ready = select.select([life, wake], [], [])[0]
+        if wake in ready:
+            os.read(wake, 512)
+        while True:
+            try:
+                pid, code = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid == worker:
+                status = os.waitstatus_to_exitcode(code)
+        if life in ready:
+            orphaned = os.read(life, 1) == b""  # b"q" is the grader's stop; bare end-of-file, the grader is gone
+            break
+    kill_tree([os.getpid()], include_roots=False)
+    while True:
+        try:
+            pid, code = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == worker and status is None:
+            status = os.waitstatus_to_exitcode(code)
+    run = os.path.dirname(os.getcwd())
+    if orphaned and os.path.basename(run).startswith("workshop-check-"):  # nobody else is left to tidy up
+        shutil.rmtree(run, ignore_errors=True)
+    os._exit(128 - status if status is not None and status < 0 else (status or 0))
+
+
+def serve(workspace: str, orders_fd: int, answers_fd: int, import_limit: float) -> None:
+    me = os.getpid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    tempfile.tempdir = os.environ.get("TMPDIR") or None
+    crash_log = open(CRASH_LOG, "w")
+    faulthandler.enable(file=crash_log)
+    orders, answers = os.fdopen(orders_fd, "rb"), os.fdopen(answers_fd, "wb")
     # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
-    from grader.grading import checks
-
+    sys.path.insert(0, workspace)  # after every grader module is imported: the workspace cannot shadow them
+    first = True
     for line in orders:
-        check_id = line.strip()
-        status, message = _run_one(checks, check_id, workspace)
-        report.write(json.dumps({"id": check_id, "status": status, "message": message}) + "\n")
-
-
-def _run_one(checks, check_id: str, workspace: Path) -> tuple[str, str]:
-    tmp = Path(tempfile.mkdtemp(prefix="workshop-check-"))
-    try:
-        lesson = int(check_id.split(":", 1)[0])
-        checks.load(lesson)
-        checks.REGISTRY[check_id.split(":", 1)[1]](checks.Lab(workspace, tmp))
-        return "passed", ""
-    except checks.CheckFailed as failure:
-        return "failed", str(failure)
-    except checks.StudentCrashed as crash:
-        return "error", str(crash)
-    except NotImplementedError as todo:
-        return "failed", f"not written yet: {todo}"
-    except SystemExit as exit_call:
-        return "error", f"the code called sys.exit({exit_call.code!r}); return or raise instead of exiting"
-    except BaseException as crash:  # the student's bug, reported, not raised
-        return "error", _describe(crash, workspace)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _describe(crash: BaseException, workspace: Path) -> str:
-    """The exception, and the last line of the student's own code it passed through."""
-    where = ""
-    if isinstance(crash, SyntaxError) and crash.filename:
-        where = f" in {_relative(crash.filename, workspace)} line {crash.lineno}"
-    else:
-        for frame in reversed(traceback.extract_tb(crash.__traceback__)):
-            if frame.filename.startswith(str(workspace)):
-                where = f" in {_relative(frame.filename, workspace)} line {frame.lineno}"
-                break
-    return f"{type(crash).__name__}{where}: {crash}"
-
-
-def _relative(filename: str, workspace: Path) -> str:
-    try:
-        return str(Path(filename).relative_to(workspace))
-    except ValueError:
-        return filename
-
-
-def _silence_output() -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
+        try:
+            request = json.loads(line)
+            ident, op = request["id"], request["op"]
+        except (ValueError, KeyError, TypeError):
+            os._exit(71)
+        if first:
+            faulthandler.dump_traceback_later(max(0.1, import_limit - 0.3), file=crash_log)
+        answer = harness.answer(op, request, workspace)
+        if first:
+            faulthandler.cancel_dump_traceback_later()
+            first = False
+        if os.getpid() != me:  # a fork that came back through the harness: it must not answer, nor stay
+            os._exit(0)
+        answer["id"] = ident
+        data = json.dumps(answer).encode() + b"\n"
+        if len(data) > MAX_ANSWER:
+            data = json.dumps({"id": ident, "bad": f"the answer was {len(data) / 1e6:.0f} MB; the grader takes at most {MAX_ANSWER >> 20} MB"}).encode() + b"\n"
+        answers.write(data)
+        answers.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

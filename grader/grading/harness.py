@@ -1,0 +1,168 @@
+"""What the worker does for each request: call into the student's code and describe what happened as JSON data.
+
+Every piece here (the scripted model, the spy tool, the agent driver) is the grader's; only
+`rover.*` is the student's. The answer is plain data: `{"ok": ...}` with the result,
+`{"raised": {type, message, where}}` when the student's code raised, or `{"bad": why}` when
+it answered in a shape the grader does not take (a `text` that is not a real `str`, ...).
+The grader checks all of it again: nothing here is trusted.
+"""
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import traceback
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from grader.grading.scripted import ScriptedModel, ScriptError
+
+MAX_TEXT = 8 << 20  # characters of one tool result the grader will look at
+MAX_MESSAGE = 2000
+
+
+WORKSPACE = [""]  # the workspace's path, to tell the student's frames from the grader's
+
+
+def answer(op: str, request: dict, workspace: str) -> dict:
+    WORKSPACE[0] = workspace
+    try:
+        return {"ok": OPS[op](request)}
+    except Refused as refusal:
+        return {"bad": str(refusal)}
+    except BaseException as crash:  # SystemExit and KeyboardInterrupt included: the student's, reported
+        return {"raised": describe(crash, workspace)}
+
+
+class Refused(Exception):
+    """The student's code answered in a shape the grader does not take."""
+
+
+def describe(crash: BaseException, workspace: str) -> dict:
+    """The exception's type, message, and the last line of the student's own code it passed through."""
+    where = ""
+    if isinstance(crash, SyntaxError) and crash.filename:
+        where = f"{_relative(crash.filename, workspace)} line {crash.lineno}"
+    else:
+        for frame in reversed(traceback.extract_tb(crash.__traceback__)):
+            if frame.filename.startswith(workspace):
+                where = f"{_relative(frame.filename, workspace)} line {frame.lineno}"
+                break
+    message = repr(crash.code) if isinstance(crash, SystemExit) else _text(crash)
+    return {"type": type(crash).__name__, "message": message[:MAX_MESSAGE], "where": where}
+
+
+def _import(request: dict) -> dict:
+    importlib.import_module("rover.tools")
+    importlib.import_module("rover.agent")
+    import os
+
+    return {"pid": os.getpid()}
+
+
+def _tool(request: dict) -> dict:
+    from rover.tools import execute
+
+    if request.get("settle"):  # before a measured call: hand freed memory back, so the peak is the call's own
+        _settle_memory()
+        return {}
+    return result_data(request["name"], execute(request["name"], request["args"], Path(request["cwd"])))
+
+
+def result_data(name: str, result: Any) -> dict:
+    text, is_error = getattr(result, "text", None), getattr(result, "is_error", None)
+    if type(text) is not str or type(is_error) is not bool:
+        raise Refused(f"{name} should return a result with .text (a str) and .is_error (a bool), got "
+                      f".text of type {type(text).__name__} and .is_error of type {type(is_error).__name__}")
+    if len(text) > MAX_TEXT:
+        raise Refused(f"{name} returned {len(text):,} characters of text; the grader reads at most {MAX_TEXT:,}")
+    return {"text": text, "is_error": is_error}
+
+
+def _schemas(request: dict) -> list:
+    from rover.tools import schemas
+
+    return plain(schemas())
+
+
+def _call(request: dict) -> Any:
+    return plain(getattr(importlib.import_module(request["module"]), request["function"])(*request["args"]))
+
+
+def _run_agent(request: dict) -> dict:
+    from rover.agent import Agent
+
+    model = ScriptedModel(request["turns"])
+    agent = Agent(model, Path(request["cwd"]), system="You are Rover.", max_turns=request["max_turns"])
+    spy_calls: list[dict] = []
+    raised = None
+    with _SpyTool(spy_calls, request["spy"]):
+        try:
+            answer = agent.run(request["task"])
+        except ScriptError as overrun:
+            answer, raised = None, {"type": "ScriptError", "message": _text(overrun)[:MAX_MESSAGE], "where": "", "from_script": True}
+        except Exception as crash:
+            answer, raised = None, describe(crash, WORKSPACE[0])
+    return {"answer": plain(answer), "raised": raised, "messages": plain(getattr(agent, "messages", [])),
+            "calls": model.calls, "spy_calls": plain(spy_calls)}
+
+
+def plain(data: Any) -> Any:
+    """The data as JSON would carry it: str subclasses become real strings, anything else JSON cannot carry becomes str()."""
+    return json.loads(json.dumps(data, default=str))
+
+
+class _SpyTool:
+    """A `touch` tool that records its calls, slipped into the student's registry for one run."""
+
+    def __init__(self, calls: list[dict], active: bool):
+        self.calls, self.active = calls, active
+
+    def __enter__(self) -> None:
+        if not self.active:
+            return
+        import rover.tools
+        from rover.tools.result import ToolResult
+
+        def run(cwd, **args):
+            self.calls.append(args)
+            return ToolResult("touched")
+
+        rover.tools.TOOLS["touch"] = SimpleNamespace(
+            NAME="touch", DESCRIPTION="Touch a file.", run=run,
+            INPUT_SCHEMA={"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            import rover.tools
+
+            rover.tools.TOOLS.pop("touch", None)
+
+
+def _settle_memory() -> None:
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _text(crash: BaseException) -> str:
+    try:
+        return str.__str__(str(crash))
+    except BaseException:  # a student exception whose __str__ raises
+        return f"<{type(crash).__name__} that cannot be shown>"
+
+
+def _relative(filename: str, workspace: str) -> str:
+    try:
+        return str(Path(filename).relative_to(workspace))
+    except ValueError:
+        return filename
+
+
+OPS = {"import": _import, "tool": _tool, "schemas": _schemas, "call": _call, "run_agent": _run_agent}

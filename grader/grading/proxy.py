@@ -1,0 +1,201 @@
+"""The grader's end of one worker: requests out, answers in, each matched by an id the worker cannot predict.
+
+An answer is one JSON line, at most MAX_ANSWER bytes, an object with the request's id and one
+of `ok`, `raised` or `bad`. Anything else (garbage, a flood, an answer to a request never
+sent, a worker that dies or keeps a forked copy of itself) fails that request with a clear
+message, as a WorkerLost; a request past the check's deadline is a CheckTimeout. Both are
+BaseExceptions, so no `except Exception` in a check can swallow them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from grader.grading.sandbox import RunFolder, children, kill_tree
+from grader.grading.worker import CRASH_LOG, MAX_ANSWER
+
+
+class WorkerLost(BaseException):
+    """The worker broke the protocol or died; the message says how, for the check's report."""
+
+
+class CheckTimeout(BaseException):
+    """The check's clock ran out while the worker was busy."""
+
+
+class Stopped(BaseException):
+    """The run is being stopped (Ctrl-C, SIGTERM): the check ends unjudged."""
+
+
+class Worker:
+    def __init__(self, run: RunFolder, workspace: Path, import_limit: float):
+        self.scratch = run.folder("scratch")
+        self.workspace = workspace
+        orders_read, self.orders = os.pipe()
+        self.answers, answers_write = os.pipe()
+        life_read, self.life = os.pipe()
+        self.keeper = subprocess.Popen(
+            [sys.executable, "-m", "grader.grading.worker", str(workspace), str(orders_read), str(answers_write), str(life_read), str(import_limit)],
+            cwd=self.scratch, env={**os.environ, **run.env()}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, pass_fds=(orders_read, answers_write, life_read), start_new_session=True,
+        )
+        for fd in (orders_read, answers_write, life_read):
+            os.close(fd)
+        os.set_blocking(self.orders, False)
+        self.pid = 0  # the worker proper (the keeper's child), once it has said so
+        self.spoiled = False  # True once the worker must not serve another check
+        self._chunks: list[bytes] = []
+        self._answered: set[str] = set()
+        self._stopped = False
+
+    def start(self, deadline: float, stopping) -> dict:
+        """Import the student's rover package: the answer of the import request."""
+        answer = self.request("import", deadline, stopping)
+        if "ok" in answer:
+            pid = answer["ok"].get("pid") if isinstance(answer["ok"], dict) else None
+            if type(pid) is not int or pid not in children(self.keeper.pid):
+                raise WorkerLost("the worker gave a process id that is not its own")
+            self.pid = pid
+        return answer
+
+    def request(self, op: str, deadline: float, stopping, **fields) -> dict:
+        ident = secrets.token_hex(12)
+        self._send(json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n", deadline, stopping)
+        while True:
+            answer = self._decode(self._line(deadline, stopping))
+            if answer["id"] == ident:
+                self._answered.add(ident)
+                self._check_forks()
+                return answer
+            if answer["id"] not in self._answered:
+                self._lose("the worker answered a request it was never sent: was something writing to the grader's pipe?")
+
+    def memory(self, field: str) -> int:
+        """VmRSS or VmHWM of the worker proper, in bytes, read from /proc."""
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        found = re.search(rf"^{field}:\s+(\d+) kB", status, flags=re.MULTILINE)
+        return int(found.group(1)) * 1024 if found else 0
+
+    def reset_peak(self) -> None:
+        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+
+    def stop(self, quiet: bool = True) -> None:
+        """End the worker and everything below it (the keeper does the sweep; this makes sure)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            os.write(self.life, b"q")  # a planned stop: the keeper sweeps its tree and exits
+        except OSError:
+            pass
+        if self.pid:
+            kill_tree([self.pid])
+        try:
+            self.keeper.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            kill_tree([self.keeper.pid])
+            self.keeper.wait()
+        for fd in (self.orders, self.answers, self.life):
+            os.close(fd)
+
+    # --- the wire ---------------------------------------------------------------------------
+
+    def _send(self, data: bytes, deadline: float, stopping) -> None:
+        while data:
+            self._wait([], [self.orders], deadline, stopping)
+            try:
+                data = data[os.write(self.orders, data):]
+            except BlockingIOError:
+                continue
+            except OSError:
+                self._lose("the worker stopped reading requests")
+
+    def _line(self, deadline: float, stopping) -> bytes:
+        size = sum(len(chunk) for chunk in self._chunks)
+        while True:
+            if self._chunks and b"\n" in self._chunks[-1]:
+                data = b"".join(self._chunks)
+                line, rest = data.split(b"\n", 1)
+                self._chunks = [rest] if rest else []
+                return line
+            self._wait([self.answers], [], deadline, stopping)
+            chunk = os.read(self.answers, 1 << 20)
+            if not chunk:
+                self._lose(self._death())
+            self._chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_ANSWER and b"\n" not in chunk:
+                self._lose(f"the worker sent over {MAX_ANSWER >> 20} MB without finishing its answer: a flood on the grader's pipe")
+
+    def _wait(self, reading: list[int], writing: list[int], deadline: float, stopping) -> None:
+        while True:
+            if stopping.is_set():
+                raise Stopped()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.spoiled = True
+                raise CheckTimeout()
+            ready = select.select(reading, writing, [], min(left, 0.2))
+            if ready[0] or ready[1]:
+                return
+            if self.keeper.poll() is not None:
+                self._lose(self._death())
+
+    def _decode(self, line: bytes) -> dict:
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            answer = None
+        if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad"}) == 1):
+            self._lose(f"the worker answered with something that is not an answer: {line[:80]!r}")
+        return answer
+
+    def _check_forks(self) -> None:
+        left = [pid for pid in children(self.pid)] if self.pid else []
+        if left:
+            self.spoiled = True
+            names = ", ".join(f"{pid} ({_comm(pid)})" for pid in left[:3])
+            self._lose(f"the call returned but left {len(left)} process(es) of its own running ({names}): "
+                       "a fork that never exited, or a process started and never waited for")
+
+    def _death(self) -> str:
+        try:
+            code = self.keeper.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        number = -code if code is not None and code < 0 else (code - 128 if code is not None and code > 128 else 0)
+        how = f"was killed by signal {number} ({signal.Signals(number).name})" if number in signal.valid_signals() else f"ended (exit status {code})"
+        where = crash_site(self.scratch / CRASH_LOG, self.workspace)
+        return (f"the worker process {how} during this call{', in ' + where if where else ''}: "
+                "did the code call os._exit, kill its parent, or crash Python?")
+
+    def _lose(self, message: str):
+        self.spoiled = True
+        raise WorkerLost(message)
+
+
+def crash_site(log: Path, workspace: Path) -> str:
+    """The innermost line of the student's code in a faulthandler dump (a hang or a crash), as `file line N`."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    for filename, line in re.findall(r'File "([^"]+)", line (\d+)', text):
+        if filename.startswith(str(workspace)):
+            return f"{Path(filename).relative_to(workspace)} line {line}"
+    return ""
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
