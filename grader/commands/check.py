@@ -1,14 +1,14 @@
 """`workshop check`: grade the workspace in the current directory."""
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 import click
 
 from grader.course import kit
-from grader.grading.grade import Grade, dumps, grade
-from grader.course.workspace import here
+from grader.grading.grade import Grade, dumps, grade, workspace_for, written_atomically
 
 FAILURES_SHOWN = 3
 MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "error": "[red]✗ error[/]", "timeout": "[yellow]⧗ timeout[/]"}
@@ -18,17 +18,25 @@ MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "erro
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write a JUnit XML report here.")
 @click.option("--gradescope", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Gradescope results.json here.")
-def check_command(as_json: bool, junit: Path | None, gradescope: Path | None) -> None:
+@click.option("--lesson", metavar="N", help="Grade as lesson N, whatever the workspace's answers file says (bulk grading, autograders).")
+def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, lesson: str | None) -> None:
     """Grade this workspace: every check of every lesson so far."""
-    result = grade(here())
+    try:
+        result = grade(workspace_for(lesson))
+    except KeyboardInterrupt:  # the runner has already stopped its workers and removed its files
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        click.echo("workshop: interrupted; nothing was graded", err=True)
+        sys.exit(130)
     if junit:
         from grader.grading.reports import write_junit
 
-        write_junit(result, junit)
+        with written_atomically(junit) as partial:
+            write_junit(result, partial)
     if gradescope:
         from grader.grading.reports import write_gradescope
 
-        write_gradescope(result, gradescope)
+        with written_atomically(gradescope) as partial:
+            write_gradescope(result, partial)
     if as_json:
         click.echo(dumps(result))
     else:

@@ -1,12 +1,15 @@
 """Grade a workspace: which checks apply, their outcomes, and the report in each format."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from grader.course import kit
 from grader.grading.runner import Outcome, run_suite
-from grader.course.workspace import Workspace
+from grader.course.workspace import ANSWERS, Workspace, here
 
 
 @dataclass(frozen=True)
@@ -65,3 +68,29 @@ def grade(workspace: Workspace, only: int | None = None, on_outcome=None) -> Gra
 
 def dumps(grade: Grade) -> str:
     return json.dumps(grade.as_json(), indent=2)
+
+
+def workspace_for(lesson: str | None) -> Workspace:
+    """The workspace around the current directory; with `lesson` (from `--lesson N`), graded as lesson N
+    whatever its answers file says (a student can edit that file; bulk grading and autograders pin the lesson)."""
+    if lesson is None:
+        return here()
+    last = len(kit.lessons()) - 1
+    if not lesson.strip().isdigit() or int(lesson) > last:
+        from grader.errors import WorkshopError
+
+        raise WorkshopError(f"--lesson {lesson}: not a lesson of this kit; give a number from 0 to {last}")
+    start = Path.cwd().resolve()
+    folder = next((folder for folder in (start, *start.parents) if (folder / ANSWERS).is_file()), None)
+    return Workspace(folder, int(lesson)) if folder else here()
+
+
+@contextlib.contextmanager
+def written_atomically(path: Path):
+    """Yield a temp path beside `path`, renamed onto it only once the report is whole: a killed run leaves none."""
+    temp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        yield temp
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)

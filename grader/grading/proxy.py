@@ -36,14 +36,14 @@ class Stopped(BaseException):
 
 
 class Worker:
-    def __init__(self, run: RunFolder, workspace: Path, import_limit: float):
+    def __init__(self, run: RunFolder, workspace: Path):
         self.scratch = run.folder("scratch")
         self.workspace = workspace
         orders_read, self.orders = os.pipe()
         self.answers, answers_write = os.pipe()
         life_read, self.life = os.pipe()
         self.keeper = subprocess.Popen(
-            [sys.executable, "-m", "grader.grading.worker", str(workspace), str(orders_read), str(answers_write), str(life_read), str(import_limit)],
+            [sys.executable, "-m", "grader.grading.worker", str(workspace), str(orders_read), str(answers_write), str(life_read)],
             cwd=self.scratch, env={**os.environ, **run.env()}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, pass_fds=(orders_read, answers_write, life_read), start_new_session=True,
         )
@@ -77,6 +77,19 @@ class Worker:
                 return answer
             if answer["id"] not in self._answered:
                 self._lose("the worker answered a request it was never sent: was something writing to the grader's pipe?")
+
+    def stuck_at(self) -> str:
+        """Where the worker's Python is right now (`file line N` in the workspace), from a faulthandler dump."""
+        log = self.scratch / CRASH_LOG
+        for pid in children(self.keeper.pid):
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline and not crash_site(log, self.workspace):
+            time.sleep(0.02)
+        return crash_site(log, self.workspace)
 
     def memory(self, field: str) -> int:
         """VmRSS or VmHWM of the worker proper, in bytes, read from /proc."""

@@ -147,7 +147,7 @@ class _Run:
 
     def _worker(self) -> Worker | None:
         """A fresh worker with the student's rover imported, or None (and the run's root cause) if it will not import."""
-        worker = Worker(self.folder, self.workspace, IMPORT_LIMIT)
+        worker = Worker(self.folder, self.workspace)
         self.workers.append(worker)
         if self.stopping.is_set():
             raise Stopped()
@@ -157,9 +157,7 @@ class _Run:
                 return worker
             cause = _import_error(answer)
         except CheckTimeout:
-            from grader.grading.proxy import crash_site
-
-            where = crash_site(worker.scratch / "crash.log", self.workspace)
+            where = worker.stuck_at()
             cause = f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop or a wait at import?"
         except WorkerLost as lost:
             cause = f"the worker died while importing it: {lost}"
@@ -180,7 +178,9 @@ class _Run:
         except StudentCrashed as crash:
             status, message = "error", str(crash)
         except CheckTimeout:
-            status, message = "timeout", f"still running after {self.time_limit:g} s: is there an endless loop, or a call that waits forever?"
+            where = worker.stuck_at()
+            status, message = "timeout", (f"still running after {self.time_limit:g} s{', at ' + where if where else ''}: "
+                                          "is there an endless loop, or a call that waits forever?")
         except WorkerLost as lost:
             status, message = "error", str(lost)
         except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly

@@ -1,4 +1,4 @@
-"""The process that hosts the student's code: `python -m grader.grading.worker WORKSPACE ORDERS ANSWERS LIFE IMPORT_LIMIT`.
+"""The process that hosts the student's code: `python -m grader.grading.worker WORKSPACE ORDERS ANSWERS LIFE`.
 
 It starts as a keeper: it takes the limits (address space, file size), becomes the subreaper
 of its own tree, and forks the worker proper, which imports the student's `rover` once and
@@ -30,7 +30,7 @@ CRASH_LOG = "crash.log"  # in the worker's scratch cwd: faulthandler's traceback
 
 
 def main(argv: list[str]) -> None:
-    workspace, orders, answers, life, import_limit = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), float(argv[4])
+    workspace, orders, answers, life = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
     for limit, value in ((resource.RLIMIT_AS, ADDRESS_SPACE), (resource.RLIMIT_FSIZE, FILE_SIZE)):
         resource.setrlimit(limit, (value, value))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past the limit is an OSError for the writer, not a kill
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != keeper:
             os._exit(70)
-        serve(workspace, orders, answers, import_limit)
+        serve(workspace, orders, answers)
     os.close(orders)
     os.close(answers)
     keep(child, life, wake_read)
@@ -89,33 +89,28 @@ def keep(worker: int, life: int, wake: int) -> None:
     os._exit(128 - status if status is not None and status < 0 else (status or 0))
 
 
-def serve(workspace: str, orders_fd: int, answers_fd: int, import_limit: float) -> None:
+def serve(workspace: str, orders_fd: int, answers_fd: int) -> None:
     me = os.getpid()
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     tempfile.tempdir = os.environ.get("TMPDIR") or None
     crash_log = open(CRASH_LOG, "w")
-    faulthandler.enable(file=crash_log)
+    faulthandler.enable(file=crash_log)  # a crash (a C stack overflow, ...) leaves its Python traceback here
+    faulthandler.register(signal.SIGUSR1, file=crash_log)  # and so does a hang, when the grader asks
     orders, answers = os.fdopen(orders_fd, "rb"), os.fdopen(answers_fd, "wb")
     # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
     sys.path.insert(0, workspace)  # after every grader module is imported: the workspace cannot shadow them
-    first = True
     for line in orders:
         try:
             request = json.loads(line)
             ident, op = request["id"], request["op"]
         except (ValueError, KeyError, TypeError):
             os._exit(71)
-        if first:
-            faulthandler.dump_traceback_later(max(0.1, import_limit - 0.3), file=crash_log)
         answer = harness.answer(op, request, workspace)
-        if first:
-            faulthandler.cancel_dump_traceback_later()
-            first = False
         if os.getpid() != me:  # a fork that came back through the harness: it must not answer, nor stay
             os._exit(0)
         answer["id"] = ident
