@@ -1,10 +1,10 @@
-"""The grader survives whatever student code does: loops, exits, crashes, floods, syntax errors."""
+"""The grader survives whatever student code does: loops, exits, crashes, floods, syntax errors, a hang at import."""
 from __future__ import annotations
 
 import time
 
 from grader.course import kit
-from grader.grading.runner import run_checks
+from grader.grading.runner import run_checks, run_suite
 
 BROKEN_READ = {
     "an endless loop": "def run(cwd, path, offset=1, limit=None):\n    while True:\n        pass\n",
@@ -73,3 +73,56 @@ def test_outcomes_keep_the_manifest_order_across_workers(workspace):
     outcomes = run_checks(root, checks, jobs=2)
     assert [outcome.check.id for outcome in outcomes] == [check.id for check in checks]
     assert all(outcome.passed for outcome in outcomes)
+
+
+def test_a_hanging_import_is_one_root_cause_with_its_line(workspace):
+    root = workspace(1, solved=True)
+    (root / "rover/tools/read.py").write_text((root / "rover/tools/read.py").read_text() + "\nwhile True:\n    pass\n")
+    started = time.monotonic()
+    suite = run_suite(root, list(kit.lesson(0).checks) + list(kit.lesson(1).checks))
+    assert time.monotonic() - started < 10, "one import clock, not one clock per check"
+    assert suite.root_cause and "rover/tools/read.py line" in suite.root_cause
+    assert {outcome.status for outcome in suite.outcomes} == {"error"}
+    assert all(suite.root_cause in outcome.message for outcome in suite.outcomes)
+
+
+def test_each_outcome_is_handed_over_as_it_lands(workspace):
+    root = workspace(1, solved=True)
+    seen = []
+    outcomes = run_checks(root, list(kit.lesson(1).checks), on_outcome=seen.append)
+    assert sorted(outcome.check.id for outcome in seen) == sorted(outcome.check.id for outcome in outcomes)
+    assert run_suite(root, list(kit.lesson(1).checks)).root_cause is None
+
+
+def test_the_run_leaves_no_temp_file_and_spares_processes_it_did_not_start(workspace, tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import tempfile
+
+    root = workspace(2, solved=True)
+    temp = tmp_path / "tmpdir"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    bystander = subprocess.Popen(["sleep", "30"])  # the host's own child, started before the run
+    try:
+        outcomes = run_checks(root, [check for check in kit.lesson(2).checks if check.id in ("bash.background", "bash.tail-bytes")])
+        assert all(outcome.passed for outcome in outcomes), outcomes
+        assert bystander.poll() is None, "the sweep must not touch processes the grader did not start"
+        assert os.listdir(temp) == [], "every temp file (the bash tool's spill files included) goes with the run folder"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_memory_is_the_call_s_own_not_the_imports(workspace):
+    """A legal heavy import, at the top of a tool or inside its run(), is paid once and never counted against a call."""
+    root = workspace(2, solved=True)
+    read, bash = root / "rover/tools/read.py", root / "rover/tools/bash.py"
+    read.write_text(read.read_text().replace("from pathlib import Path\n", "from pathlib import Path\nimport asyncio  # heavy, and legal\n", 1))
+    lazy = "def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult:\n"
+    assert lazy in bash.read_text()
+    bash.write_text(bash.read_text().replace(lazy, lazy + "    import asyncio, decimal, email.mime.multipart, http.client  # lazy\n"))
+    memory = [check for check in (*kit.lesson(1).checks, *kit.lesson(2).checks) if check.id.endswith("bounded-memory")]
+    outcomes = run_checks(root, memory)
+    assert [outcome.status for outcome in outcomes] == ["passed", "passed"], [outcome.message for outcome in outcomes]

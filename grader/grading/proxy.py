@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import select
 import signal
 import subprocess
@@ -21,6 +20,12 @@ from pathlib import Path
 
 from grader.grading.sandbox import RunFolder, children, kill_tree
 from grader.grading.worker import CRASH_LOG, MAX_ANSWER
+
+
+# `python -I -S`: no site (its .pth hooks cost ~40 ms a start), no environment; the grader's own sys.path instead,
+# handed over in the command itself, so the worker imports exactly this grader and nothing the workspace could shadow.
+BOOT = (f"import sys; sys.path[:] = {[entry for entry in sys.path if entry and Path(entry).is_absolute()]!r}; "
+        "from grader.grading.worker import main; main(sys.argv[1:])")
 
 
 class WorkerLost(BaseException):
@@ -43,7 +48,7 @@ class Worker:
         self.answers, answers_write = os.pipe()
         life_read, self.life = os.pipe()
         self.keeper = subprocess.Popen(
-            [sys.executable, "-m", "grader.grading.worker", str(workspace), str(orders_read), str(answers_write), str(life_read)],
+            [sys.executable, "-I", "-S", "-c", BOOT, str(workspace), str(orders_read), str(answers_write), str(life_read)],
             cwd=self.scratch, env={**os.environ, **run.env()}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, pass_fds=(orders_read, answers_write, life_read), start_new_session=True,
         )
@@ -67,7 +72,7 @@ class Worker:
         return answer
 
     def request(self, op: str, deadline: float, stopping, **fields) -> dict:
-        ident = secrets.token_hex(12)
+        ident = os.urandom(12).hex()
         self._send(json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n", deadline, stopping)
         while True:
             answer = self._decode(self._line(deadline, stopping))

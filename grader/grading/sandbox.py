@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import secrets
 import shutil
 import signal
 import tempfile
@@ -36,7 +35,7 @@ class RunFolder:
         self.path = Path(tempfile.mkdtemp(prefix="workshop-check-"))
         self.tmp = self.path / "tmp"
         self.tmp.mkdir()
-        self.token = secrets.token_hex(8)
+        self.token = os.urandom(8).hex()
         self.started = _boot_ticks()
         self.before = set(children(os.getpid()))
         prctl(PR_SET_CHILD_SUBREAPER, 1)

@@ -2,12 +2,16 @@
 
 It answers `complete(system, messages, tools)` with the script's turns in order, records each
 request as plain data, and raises ScriptError when the loop asks for more turns than the
-script has or a turn's `expect` text is missing from the tool results just sent.
+script has, a turn's `expect` text is missing from the tool results just sent, or a request
+is too big to be a sane one (a flood of tool output sent on to the model).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+
+
+MAX_REQUEST = 4 << 20  # characters of one request's JSON; every call is sent back to the grader, so it adds up
 
 
 @dataclass
@@ -27,7 +31,11 @@ class ScriptedModel:
         self.calls: list[dict] = []
 
     def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
-        self.calls.append(json.loads(json.dumps({"system": system, "messages": messages, "tools": tools}, default=str)))
+        request = json.dumps({"system": system, "messages": messages, "tools": tools}, default=str)
+        if len(request) > MAX_REQUEST:
+            raise ScriptError(f"the loop sent the model a request of {len(request):,} characters; a real API refuses "
+                              f"far less, and the grader reads at most {MAX_REQUEST:,}: are tool results bounded?")
+        self.calls.append(json.loads(request))
         number = len(self.calls)
         if number > len(self.turns):
             raise ScriptError(f"the script has {len(self.turns)} turns and the loop asked for turn {number}")

@@ -1,4 +1,4 @@
-"""The process that hosts the student's code: `python -m grader.grading.worker WORKSPACE ORDERS ANSWERS LIFE`.
+"""The process that hosts the student's code: `main([WORKSPACE, ORDERS, ANSWERS, LIFE])` (started by grader.grading.proxy).
 
 It starts as a keeper: it takes the limits (address space, file size), becomes the subreaper
 of its own tree, and forks the worker proper, which imports the student's `rover` once and

@@ -1,0 +1,80 @@
+"""What the sandbox costs: a full `workshop check` of a solved lesson-4 workspace beside the floor of its own checks.
+
+    python bench/sandbox.py [--runs 5] [--lesson 4]
+
+The floor is what the checks cost with no sandbox at all: each check run bare, one at a time,
+in this process (the student's code imported here once, every call a plain function call),
+its wall time and CPU time (this process and its children) taken. floor = max(total CPU /
+cores, longest check). The full check is `workshop check --json` as a student runs it, in a
+fresh process: interpreter start, imports, workers, sandbox, report. Target (SPEC 9): at most
+1.3x the floor. Both are measured in the same run, alternating, so machine load hits both.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grader.course.render import render
+from grader.grading import checks
+from grader.grading.grade import checks_up_to
+
+
+def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, float, int]:
+    """(total CPU seconds, longest wall seconds, failures) of every check run bare, in this process."""
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # as the worker sets it
+    cpu, longest, failures = 0.0, 0.0, 0
+    for number, check in enumerate(checks_up_to(lesson)):
+        checks.load(check.lesson)
+        tmp = scratch / f"bare-{number}"
+        tmp.mkdir()
+        before, started = os.times(), time.perf_counter()
+        try:
+            checks.REGISTRY[check.id](checks.Lab(workspace, tmp))
+        except Exception:
+            failures += 1
+        wall, after = time.perf_counter() - started, os.times()
+        cpu += sum(after[:4]) - sum(before[:4])
+        longest = max(longest, wall)
+    return cpu, longest, failures
+
+
+def full_check(workspace: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True, check=False)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--lesson", type=int, default=4)
+    args = parser.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as scratch:
+        workspace = render(args.lesson, Path(scratch) / "ws", solved=True)
+        sys.path.insert(0, str(workspace))
+        sys.dont_write_bytecode = True
+        floors, fulls = [], []
+        for run in range(args.runs):
+            folder = Path(scratch) / f"run-{run}"
+            folder.mkdir()
+            cpu, longest, failures = bare_checks(workspace, args.lesson, folder)
+            assert failures == 0, f"{failures} checks failed bare on the solution"
+            floors.append(max(cpu / cores, longest))
+            fulls.append(full_check(workspace))
+            print(f"run {run + 1}: floor {floors[-1]:.2f}s (check CPU {cpu:.2f}s / {cores} cores, longest check {longest:.2f}s), "
+                  f"full check {fulls[-1]:.2f}s, ratio {fulls[-1] / floors[-1]:.2f}x")
+    floor, full = statistics.median(floors), statistics.median(fulls)
+    print(f"lesson-{args.lesson} solved, {len(checks_up_to(args.lesson))} checks, median of {args.runs}: "
+          f"floor {floor:.2f}s, full check {full:.2f}s, ratio {full / floor:.2f}x (target <= 1.3x)")
+
+
+if __name__ == "__main__":
+    main()
