@@ -1,4 +1,6 @@
-"""The grader's end of one worker: requests out, answers in, each matched by an id the worker cannot predict.
+"""The grader's end of the zygote (it imports the student's rover once and forks workers) and of each worker.
+
+A worker takes requests and gives answers, each matched by an id the worker cannot predict.
 
 An answer is one JSON line, at most MAX_ANSWER bytes, an object with the request's id and one
 of `ok`, `raised` or `bad`. Anything else (garbage, a flood, an answer to a request never
@@ -13,8 +15,10 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -40,36 +44,110 @@ class Stopped(BaseException):
     """The run is being stopped (Ctrl-C, SIGTERM): the check ends unjudged."""
 
 
-class Worker:
+class Zygote:
+    """The process that imports the student's rover once, then forks a fresh worker (under its keeper) on request."""
+
     def __init__(self, run: RunFolder, workspace: Path):
         self.scratch = run.folder("scratch")
         self.workspace = workspace
+        ours, theirs = socket.socketpair()
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", BOOT, "zygote", str(workspace), str(theirs.fileno())],
+            cwd=self.scratch, env={**os.environ, **run.env()}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), start_new_session=True,
+        )
+        theirs.close()
+        self.control = ours
+        self.lock = threading.Lock()
+        self._buffer = b""
+
+    def imported(self, deadline: float, stopping) -> dict:
+        """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs."""
+        answer = _decode_line(self._line(deadline, stopping))
+        if not isinstance(answer, dict) or len(answer.keys() & {"ok", "raised", "bad"}) != 1:
+            raise WorkerLost(f"the import answered with something that is not an answer: {str(answer)[:80]}")
+        return answer
+
+    def fork(self, scratch: Path, pipes: tuple[int, int, int], stopping) -> int:
+        """A new keeper (and worker) on these pipes: its pid."""
+        with self.lock:
+            try:
+                socket.send_fds(self.control, [str(scratch).encode()], list(pipes))
+                return int(self._line(time.monotonic() + 5, stopping))
+            except (OSError, ValueError):
+                raise WorkerLost("the process that starts workers is gone: did the code kill it?") from None
+
+    def stuck_at(self) -> str:
+        return _dump_stack([self.process.pid], self.scratch / CRASH_LOG, self.workspace)
+
+    def death(self) -> str:
+        try:
+            code = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        where = crash_site(self.scratch / CRASH_LOG, self.workspace)
+        return f"{_how(code)}{', in ' + where if where else ''}"
+
+    def stop(self) -> None:
+        try:
+            self.control.sendall(b"bye")
+        except OSError:
+            pass
+        self.control.close()
+        try:
+            self.process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            kill_tree([self.process.pid])
+            self.process.wait()
+
+    def _line(self, deadline: float, stopping) -> bytes:
+        while b"\n" not in self._buffer:
+            while not select.select([self.control], [], [], 0.1)[0]:
+                if stopping.is_set():
+                    raise Stopped()
+                if time.monotonic() > deadline:
+                    raise CheckTimeout()
+            chunk = self.control.recv(1 << 16)
+            if not chunk:
+                raise WorkerLost(f"it {self.death()}")
+            self._buffer += chunk
+            if len(self._buffer) > MAX_ANSWER:
+                raise WorkerLost("it flooded the grader with data")
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+
+class Worker:
+    def __init__(self, run: RunFolder, zygote: Zygote, stopping):
+        self.scratch = run.folder("scratch")
+        self.workspace = zygote.workspace
         orders_read, self.orders = os.pipe()
         self.answers, answers_write = os.pipe()
         life_read, self.life = os.pipe()
-        self.keeper = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", BOOT, str(workspace), str(orders_read), str(answers_write), str(life_read)],
-            cwd=self.scratch, env={**os.environ, **run.env()}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, pass_fds=(orders_read, answers_write, life_read), start_new_session=True,
-        )
-        for fd in (orders_read, answers_write, life_read):
-            os.close(fd)
+        try:
+            self.keeper = zygote.fork(self.scratch, (orders_read, answers_write, life_read), stopping)
+        except BaseException:
+            for fd in (self.orders, self.answers, self.life):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (orders_read, answers_write, life_read):
+                os.close(fd)
         os.set_blocking(self.orders, False)
         self.pid = 0  # the worker proper (the keeper's child), once it has said so
         self.spoiled = False  # True once the worker must not serve another check
+        self.exit: int | None = None  # the worker's exit status, as its keeper reported it
         self._chunks: list[bytes] = []
         self._answered: set[str] = set()
         self._stopped = False
 
-    def start(self, deadline: float, stopping) -> dict:
-        """Import the student's rover package: the answer of the import request."""
+    def start(self, deadline: float, stopping) -> None:
+        """Wait for the worker to answer (it has the student's rover imported already, from the zygote)."""
         answer = self.request("import", deadline, stopping)
-        if "ok" in answer:
-            pid = answer["ok"].get("pid") if isinstance(answer["ok"], dict) else None
-            if type(pid) is not int or pid not in children(self.keeper.pid):
-                raise WorkerLost("the worker gave a process id that is not its own")
-            self.pid = pid
-        return answer
+        pid = answer["ok"].get("pid") if isinstance(answer.get("ok"), dict) else None
+        if type(pid) is not int or pid not in children(self.keeper):
+            self._lose("the worker gave a process id that is not its own")
+        self.pid = pid
 
     def request(self, op: str, deadline: float, stopping, **fields) -> dict:
         ident = os.urandom(12).hex()
@@ -85,16 +163,7 @@ class Worker:
 
     def stuck_at(self) -> str:
         """Where the worker's Python is right now (`file line N` in the workspace), from a faulthandler dump."""
-        log = self.scratch / CRASH_LOG
-        for pid in children(self.keeper.pid):
-            try:
-                os.kill(pid, signal.SIGUSR1)
-            except OSError:
-                pass
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline and not crash_site(log, self.workspace):
-            time.sleep(0.02)
-        return crash_site(log, self.workspace)
+        return _dump_stack([self.pid] if self.pid else children(self.keeper), self.scratch / CRASH_LOG, self.workspace)
 
     def memory(self, field: str) -> int:
         """VmRSS or VmHWM of the worker proper, in bytes, read from /proc."""
@@ -105,7 +174,7 @@ class Worker:
     def reset_peak(self) -> None:
         Path(f"/proc/{self.pid}/clear_refs").write_text("5")
 
-    def stop(self, quiet: bool = True) -> None:
+    def stop(self) -> None:
         """End the worker and everything below it (the keeper does the sweep; this makes sure)."""
         if self._stopped:
             return
@@ -116,11 +185,11 @@ class Worker:
             pass
         if self.pid:
             kill_tree([self.pid])
-        try:
-            self.keeper.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            kill_tree([self.keeper.pid])
-            self.keeper.wait()
+        deadline = time.monotonic() + 1
+        while _running(self.keeper) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if _running(self.keeper):
+            kill_tree([self.keeper])
         for fd in (self.orders, self.answers, self.life):
             os.close(fd)
 
@@ -164,14 +233,14 @@ class Worker:
             ready = select.select(reading, writing, [], min(left, 0.2))
             if ready[0] or ready[1]:
                 return
-            if self.keeper.poll() is not None:
+            if not _running(self.keeper):
                 self._lose(self._death())
 
     def _decode(self, line: bytes) -> dict:
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            answer = None
+        answer = _decode_line(line)
+        if isinstance(answer, dict) and answer.keys() == {"exit"}:  # the keeper's last word: the worker has ended
+            self.exit = answer["exit"] if type(answer["exit"]) is int else None
+            self._lose(self._death())
         if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad"}) == 1):
             self._lose(f"the worker answered with something that is not an answer: {line[:80]!r}")
         return answer
@@ -185,14 +254,10 @@ class Worker:
                        "a fork that never exited, or a process started and never waited for")
 
     def _death(self) -> str:
-        try:
-            code = self.keeper.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            code = None
-        number = -code if code is not None and code < 0 else (code - 128 if code is not None and code > 128 else 0)
-        how = f"was killed by signal {number} ({signal.Signals(number).name})" if number in signal.valid_signals() else f"ended (exit status {code})"
         where = crash_site(self.scratch / CRASH_LOG, self.workspace)
-        return (f"the worker process {how} during this call{', in ' + where if where else ''}: "
+        if self.exit is None and not _running(self.keeper):
+            return "the worker process was killed with its parent (the grader's keeper) during this call: did the code kill its parent?"
+        return (f"the worker process {_how(self.exit)} during this call{', in ' + where if where else ''}: "
                 "did the code call os._exit, kill its parent, or crash Python?")
 
     def _lose(self, message: str):
@@ -210,6 +275,41 @@ def crash_site(log: Path, workspace: Path) -> str:
         if filename.startswith(str(workspace)):
             return f"{Path(filename).relative_to(workspace)} line {line}"
     return ""
+
+
+def _decode_line(line: bytes):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _how(code: int | None) -> str:
+    """How a process ended, from its exit status (128+N or -N: killed by signal N)."""
+    number = -code if code is not None and code < 0 else (code - 128 if code is not None and code > 128 else 0)
+    if number in signal.valid_signals():
+        return f"was killed by signal {number} ({signal.Signals(number).name})"
+    return f"ended (exit status {code})" if code is not None else "ended"
+
+
+def _dump_stack(pids: list[int], log: Path, workspace: Path) -> str:
+    """Ask a hung process for its Python traceback (SIGUSR1, faulthandler) and find the student's line in it."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGUSR1)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline and not crash_site(log, workspace):
+        time.sleep(0.02)
+    return crash_site(log, workspace)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def _comm(pid: int) -> str:

@@ -1,10 +1,11 @@
 """Run checks in the grader's process against student code in sandboxed workers, each check on a clock.
 
-A few lanes run side by side, each a thread with its own worker (grader.grading.worker) that
-takes checks from a shared queue, so slow checks spread out by themselves. The check itself
-runs here, in the lane's thread; only its calls into the student's code go to the worker
-(grader.grading.lab and proxy). Every worker imports the student's `rover` first, on its own
+First a zygote process (grader.grading.worker) imports the student's `rover`, once, on its own
 clock: if that fails, the run stops there with one root cause instead of a failure per check.
+Then a few lanes run side by side, each a thread with its own worker (forked by the zygote, so
+it starts in milliseconds) that takes checks from a shared queue, so slow checks spread out by
+themselves. The check itself runs here, in the lane's thread; only its calls into the
+student's code go to the worker (grader.grading.lab and proxy).
 A check past its clock gets its worker killed and is a timeout; a worker that breaks the
 protocol or dies makes its check an error; either way the lane starts a fresh worker.
 
@@ -24,12 +25,12 @@ from typing import Callable
 
 from grader.course.kit import Check
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
-from grader.grading.proxy import CheckTimeout, Stopped, Worker, WorkerLost
+from grader.grading.proxy import CheckTimeout, Stopped, Worker, WorkerLost, Zygote
 from grader.grading.sandbox import RunFolder
 
 TIME_LIMIT = 10.0
 IMPORT_LIMIT = 5.0
-LANES = 4  # checks mostly wait (on sleeps, subprocesses, clocks), so more lanes than cores pay off
+LANES = 8  # checks mostly wait (on sleeps, subprocesses, clocks), and a forked worker costs ~5 ms: lanes are cheap
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,14 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
               on_outcome: Callable[[Outcome], None] | None = None) -> Suite:
     from grader.grading import checks as registry
 
-    for lesson in sorted({check.lesson for check in checks}):
-        registry.load(lesson)
     run = _Run(Path(workspace).resolve(), checks, time_limit, registry.REGISTRY)
     with _terminate_as_exit():
         try:
-            run.start(max(1, min(jobs, len(checks))))
+            run.zygote = Zygote(run.folder, run.workspace)  # it imports the student's rover while we load the checks
+            for lesson in sorted({check.lesson for check in checks}):
+                registry.load(lesson)
+            if run.imported():
+                run.start(max(1, min(jobs, len(checks))))
             return run.collect(on_outcome)
         finally:
             with _sigint_ignored():
@@ -82,12 +85,29 @@ class _Run:
     stopping: threading.Event = field(default_factory=threading.Event)
     results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     root_cause: str | None = None
+    zygote: Zygote | None = None
+    workers: list[Worker] = field(default_factory=list)
+    lanes: list[threading.Thread] = field(default_factory=list)
+
+    def imported(self) -> bool:
+        """Did the student's rover import (once, in the zygote, on its own clock)? If not, the run's root cause says why."""
+        try:
+            answer = self.zygote.imported(time.monotonic() + IMPORT_LIMIT, self.stopping)
+            if "ok" in answer:
+                return True
+            cause = _import_error(answer)
+        except CheckTimeout:
+            where = self.zygote.stuck_at()
+            cause = f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop, deep recursion or a wait at import?"
+        except WorkerLost as lost:
+            cause = f"the process importing it died: {lost}"
+        self.root_cause = _cut(cause)
+        return False
 
     def start(self, lanes: int) -> None:
         self.todo: queue.SimpleQueue[Check] = queue.SimpleQueue()
         for check in sorted(self.checks, key=lambda check: not check.slow):  # slow ones first, so they overlap
             self.todo.put(check)
-        self.workers: list[Worker] = []
         self.lanes = [threading.Thread(target=self._lane, daemon=True) for _ in range(lanes)]
         for lane in self.lanes:
             lane.start()
@@ -116,10 +136,12 @@ class _Run:
         for worker in list(self.workers):
             worker.stop()
         deadline = time.monotonic() + 0.5
-        for lane in self.lanes if hasattr(self, "lanes") else []:
+        for lane in self.lanes:
             lane.join(max(0.0, deadline - time.monotonic()))
         for worker in list(self.workers):  # one a lane started while we were stopping the others
             worker.stop()
+        if self.zygote:
+            self.zygote.stop()
         self.folder.close()
 
     # --- one lane ---------------------------------------------------------------------------
@@ -128,13 +150,18 @@ class _Run:
         worker = None
         try:
             while not self.stopping.is_set():
-                worker = worker or self._worker()
-                if worker is None:
-                    return
                 try:
                     check = self.todo.get_nowait()
                 except queue.Empty:
                     return
+                try:
+                    worker = worker or self._worker()
+                except WorkerLost as lost:
+                    self.results.put(Outcome(check, "error", _cut(f"no worker to run it: {lost}")))
+                    continue
+                except CheckTimeout:
+                    self.results.put(Outcome(check, "error", "no worker to run it: a fresh worker did not answer in time"))
+                    continue
                 self.results.put(self._judge(check, worker))
                 if worker.spoiled:
                     worker.stop()
@@ -145,26 +172,16 @@ class _Run:
             if worker:
                 worker.stop()
 
-    def _worker(self) -> Worker | None:
-        """A fresh worker with the student's rover imported, or None (and the run's root cause) if it will not import."""
-        worker = Worker(self.folder, self.workspace)
+    def _worker(self) -> Worker:
+        """A fresh worker, forked by the zygote with the student's rover already imported."""
+        worker = Worker(self.folder, self.zygote, self.stopping)
         self.workers.append(worker)
-        if self.stopping.is_set():
-            raise Stopped()
         try:
-            answer = worker.start(time.monotonic() + IMPORT_LIMIT, self.stopping)
-            if "ok" in answer:
-                return worker
-            cause = _import_error(answer)
-        except CheckTimeout:
-            where = worker.stuck_at()
-            cause = f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop or a wait at import?"
-        except WorkerLost as lost:
-            cause = f"the worker died while importing it: {lost}"
-        self.root_cause = self.root_cause or _cut(cause)
-        self.stopping.set()
-        worker.stop()
-        return None
+            worker.start(time.monotonic() + IMPORT_LIMIT, self.stopping)
+        except BaseException:
+            worker.stop()
+            raise
+        return worker
 
     def _judge(self, check: Check, worker: Worker) -> Outcome:
         tmp = self.folder.folder("check")
