@@ -30,6 +30,7 @@ def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, flo
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # as the worker sets it
     cpu, longest, failures = 0.0, 0.0, 0
+    tempfile.tempdir = str(scratch)  # the tools' temp files (bash's spill files) go with the scratch folder
     for number, check in enumerate(checks_up_to(lesson)):
         checks.load(check.lesson)
         tmp = scratch / f"bare-{number}"
@@ -42,6 +43,7 @@ def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, flo
         wall, after = time.perf_counter() - started, os.times()
         cpu += sum(after[:4]) - sum(before[:4])
         longest = max(longest, wall)
+    tempfile.tempdir = None
     return cpu, longest, failures
 
 

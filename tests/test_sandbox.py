@@ -125,3 +125,45 @@ def test_a_killed_grader_leaves_no_score_and_no_process(workspace, tmp_path):
         time.sleep(0.05)
     assert out == b"" and not results.exists()
     assert tagged(tag) == [] and os.listdir(temp) == []
+
+
+@pytest.mark.parametrize(("signals", "status"), [(["SIGINT"], 130), (["SIGINT", "SIGINT"], 130), (["SIGTERM"], 143)],
+                         ids=["ctrl-c", "ctrl-c twice", "sigterm"])
+def test_an_interrupted_check_stops_at_once_and_leaves_nothing(workspace, tmp_path, signals, status):
+    import signal
+
+    root = workspace(2, solved=True)
+    temp, results, tag = tmp_path / "tmpdir", tmp_path / "results.json", uuid.uuid4().hex
+    temp.mkdir()
+    grader = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--gradescope", str(results)], cwd=root,
+                              env={**os.environ, "TMPDIR": str(temp), "HOSTILE_TAG": tag}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.2)  # mid-run: the slow checks are under way
+    started = time.monotonic()
+    for name in signals:
+        grader.send_signal(getattr(signal, name))
+        time.sleep(0.02)
+    out, err = grader.communicate(timeout=10)
+    assert time.monotonic() - started < 1.0, "stops within a second"
+    assert grader.returncode == status and b"Traceback" not in err, err.decode()[-1000:]
+    assert not results.exists(), "an interrupted run claims no score"
+    assert tagged(tag) == [] and os.listdir(temp) == []
+
+
+def test_lesson_pins_the_lesson_graded_whatever_the_answers_file_says(workspace, tmp_path):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    root = workspace(1, solved=True)
+    (root / ".copier-answers.yml").write_text("lesson: 7\nsolved: true\n")  # edited by hand, to claim a later lesson
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        pinned = CliRunner().invoke(main, ["check", "--json", "--lesson", "1"])
+        bad = CliRunner().invoke(main, ["check", "--json", "--lesson", "99"])
+    finally:
+        os.chdir(cwd)
+    report = json.loads(pinned.output)
+    assert pinned.exit_code == 0 and report["lesson"] == 1 and report["score"] == report["max_score"]
+    assert [entry["id"] for entry in report["checks"]] == [check.id for number in range(2) for check in kit.lesson(number).checks]
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "0 to" in bad.output and "Traceback" not in bad.output

@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader.grading.sandbox import RunFolder, children, kill_tree
+from grader.grading.sandbox import RunFolder, children, comm, exit_story, kill_tree, running
 from grader.grading.worker import CRASH_LOG, MAX_ANSWER
 
 
@@ -59,6 +59,7 @@ class Zygote:
         theirs.close()
         self.control = ours
         self.lock = threading.Lock()
+        self.broken = ""  # once it has failed to fork a worker, it is not asked again
         self._buffer = b""
 
     def imported(self, deadline: float, stopping) -> dict:
@@ -71,11 +72,14 @@ class Zygote:
     def fork(self, scratch: Path, pipes: tuple[int, int, int], stopping) -> int:
         """A new keeper (and worker) on these pipes: its pid."""
         with self.lock:
+            if self.broken:
+                raise WorkerLost(self.broken)
             try:
                 socket.send_fds(self.control, [str(scratch).encode()], list(pipes))
                 return int(self._line(time.monotonic() + 5, stopping))
-            except (OSError, ValueError):
-                raise WorkerLost("the process that starts workers is gone: did the code kill it?") from None
+            except (OSError, ValueError, WorkerLost, CheckTimeout):
+                self.broken = "the process that starts workers is gone or stuck: did the code kill it, or leave a thread behind at import?"
+                raise WorkerLost(self.broken) from None
 
     def stuck_at(self) -> str:
         return _dump_stack([self.process.pid], self.scratch / CRASH_LOG, self.workspace)
@@ -86,7 +90,7 @@ class Zygote:
         except subprocess.TimeoutExpired:
             code = None
         where = crash_site(self.scratch / CRASH_LOG, self.workspace)
-        return f"{_how(code)}{', in ' + where if where else ''}"
+        return f"{exit_story(code)}{', in ' + where if where else ''}"
 
     def stop(self) -> None:
         try:
@@ -186,9 +190,9 @@ class Worker:
         if self.pid:
             kill_tree([self.pid])
         deadline = time.monotonic() + 1
-        while _running(self.keeper) and time.monotonic() < deadline:
+        while running(self.keeper) and time.monotonic() < deadline:
             time.sleep(0.005)
-        if _running(self.keeper):
+        if running(self.keeper):
             kill_tree([self.keeper])
         for fd in (self.orders, self.answers, self.life):
             os.close(fd)
@@ -233,7 +237,7 @@ class Worker:
             ready = select.select(reading, writing, [], min(left, 0.2))
             if ready[0] or ready[1]:
                 return
-            if not _running(self.keeper):
+            if not running(self.keeper):
                 self._lose(self._death())
 
     def _decode(self, line: bytes) -> dict:
@@ -246,18 +250,18 @@ class Worker:
         return answer
 
     def _check_forks(self) -> None:
-        left = [pid for pid in children(self.pid)] if self.pid else []
+        left = [pid for pid in children(self.pid) if running(pid)] if self.pid else []  # a zombie has ended: no harm
         if left:
             self.spoiled = True
-            names = ", ".join(f"{pid} ({_comm(pid)})" for pid in left[:3])
+            names = ", ".join(f"{pid} ({comm(pid)})" for pid in left[:3])
             self._lose(f"the call returned but left {len(left)} process(es) of its own running ({names}): "
                        "a fork that never exited, or a process started and never waited for")
 
     def _death(self) -> str:
         where = crash_site(self.scratch / CRASH_LOG, self.workspace)
-        if self.exit is None and not _running(self.keeper):
+        if self.exit is None and not running(self.keeper):
             return "the worker process was killed with its parent (the grader's keeper) during this call: did the code kill its parent?"
-        return (f"the worker process {_how(self.exit)} during this call{', in ' + where if where else ''}: "
+        return (f"the worker process {exit_story(self.exit)} during this call{', in ' + where if where else ''}: "
                 "did the code call os._exit, kill its parent, or crash Python?")
 
     def _lose(self, message: str):
@@ -284,14 +288,6 @@ def _decode_line(line: bytes):
         return None
 
 
-def _how(code: int | None) -> str:
-    """How a process ended, from its exit status (128+N or -N: killed by signal N)."""
-    number = -code if code is not None and code < 0 else (code - 128 if code is not None and code > 128 else 0)
-    if number in signal.valid_signals():
-        return f"was killed by signal {number} ({signal.Signals(number).name})"
-    return f"ended (exit status {code})" if code is not None else "ended"
-
-
 def _dump_stack(pids: list[int], log: Path, workspace: Path) -> str:
     """Ask a hung process for its Python traceback (SIGUSR1, faulthandler) and find the student's line in it."""
     for pid in pids:
@@ -303,17 +299,3 @@ def _dump_stack(pids: list[int], log: Path, workspace: Path) -> str:
     while time.monotonic() < deadline and not crash_site(log, workspace):
         time.sleep(0.02)
     return crash_site(log, workspace)
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"

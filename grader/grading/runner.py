@@ -70,6 +70,9 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
             if run.imported():
                 run.start(max(1, min(jobs, len(checks))))
             return run.collect(on_outcome)
+        except KeyboardInterrupt:  # the process is on its way out: from here on a second Ctrl-C must not cut it short
+            _install(signal.SIGINT, signal.SIG_IGN)
+            raise
         finally:
             with _sigint_ignored():
                 run.stop()

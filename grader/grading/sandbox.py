@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import itertools
 import signal
 import tempfile
 import time
@@ -39,11 +40,10 @@ class RunFolder:
         self.started = _boot_ticks()
         self.before = set(children(os.getpid()))
         prctl(PR_SET_CHILD_SUBREAPER, 1)
-        self._count = 0
+        self._numbers = itertools.count(1)  # next() on it is atomic: lanes make folders at once
 
     def folder(self, kind: str) -> Path:
-        self._count += 1
-        path = self.path / f"{kind}-{self._count}"
+        path = self.path / f"{kind}-{next(self._numbers)}"
         path.mkdir()
         return path
 
@@ -107,6 +107,26 @@ def children(pid: int) -> list[int]:
     except OSError:
         pass
     return found
+
+
+def exit_story(code: int | None) -> str:
+    """How a process ended, from its exit status (128+N or -N: killed by signal N)."""
+    number = -code if code is not None and code < 0 else (code - 128 if code is not None and code > 128 else 0)
+    if number in signal.valid_signals():
+        return f"was killed by signal {number} ({signal.Signals(number).name})"
+    return f"ended (exit status {code})" if code is not None else "ended"
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+def comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def _all_pids() -> list[int]:
