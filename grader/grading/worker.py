@@ -49,7 +49,11 @@ def main(argv: list[str]) -> None:
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
     sys.path.insert(0, workspace)  # after every grader module is imported: the workspace cannot shadow them
-    control.sendall(_line(harness.answer("import", {}, workspace)))
+    answer = _line(harness.answer("import", {}, workspace))
+    try:
+        control.sendall(answer)
+    except OSError:  # the grader is gone already; the loop below sees it and tidies up
+        pass
     zygote(workspace, control)
 
 
@@ -57,27 +61,30 @@ def zygote(workspace: str, control: socket.socket) -> None:
     wake = _wakeup()
     keepers: set[int] = set()
     farewell = False
-    while True:
-        ready = select.select([control, wake], [], [])[0]
-        if wake in ready:
-            os.read(wake, 512)
-            keepers -= set(_reap())
-            kill_tree([pid for pid in children(os.getpid()) if pid not in keepers])  # orphans of a keeper that was killed
-        if control in ready:
-            message, fds, _, _ = socket.recv_fds(control, 4096, 3)
-            if not message or message == b"bye" or len(fds) != 3:
-                farewell = message == b"bye"
-                break
-            keeper = os.fork()
-            if keeper == 0:
-                control.close()
-                os.close(wake)
-                os.chdir(message.decode())
-                keep(workspace, *fds)
-            for fd in fds:
-                os.close(fd)
-            keepers.add(keeper)
-            control.sendall(f"{keeper}\n".encode())
+    try:
+        while True:
+            ready = select.select([control, wake], [], [])[0]
+            if wake in ready:
+                os.read(wake, 512)
+                keepers -= set(_reap())
+                kill_tree([pid for pid in children(os.getpid()) if pid not in keepers])  # orphans of a keeper that was killed
+            if control in ready:
+                message, fds, _, _ = socket.recv_fds(control, 4096, 3)
+                if not message or message == b"bye" or len(fds) != 3:
+                    farewell = message == b"bye"
+                    break
+                keeper = os.fork()
+                if keeper == 0:
+                    control.close()
+                    os.close(wake)
+                    os.chdir(message.decode())
+                    keep(workspace, *fds)
+                for fd in fds:
+                    os.close(fd)
+                keepers.add(keeper)
+                control.sendall(f"{keeper}\n".encode())
+    except OSError:  # a reset or a broken pipe: the grader died mid-conversation
+        pass
     kill_tree([os.getpid()], include_roots=False)
     _reap(until_none=True)
     run = os.path.dirname(os.getcwd())
