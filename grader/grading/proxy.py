@@ -22,8 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader.grading.sandbox import RunFolder, children, comm, exit_story, kill_tree, running
-from grader.grading.worker import CRASH_LOG, MAX_ANSWER
+from grader.grading.sandbox import CRASH_LOG, MAX_ANSWER, RunFolder, children, comm, exit_story, kill_tree, running
 
 
 # `python -I -S`: no site (its .pth hooks cost ~40 ms a start), no environment; the grader's own sys.path instead,

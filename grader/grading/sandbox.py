@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+MAX_ANSWER = 32 << 20  # bytes of one answer line from a worker; the worker says so instead of sending more
+CRASH_LOG = "crash.log"  # in each worker's scratch cwd: faulthandler's traceback of a hang or a crash
 MARK = "WORKSHOP_RUN"  # the env var every worker (and, unless it scrubs it, everything below it) carries
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 

@@ -24,12 +24,10 @@ import sys
 import tempfile
 
 from grader.grading import harness
-from grader.grading.sandbox import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, children, kill_tree, prctl
+from grader.grading.sandbox import CRASH_LOG, MAX_ANSWER, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, children, kill_tree, prctl
 
 ADDRESS_SPACE = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # 1 GiB by default
 FILE_SIZE = 128 << 20  # no single file a tool writes may pass 128 MiB
-MAX_ANSWER = 32 << 20  # the grader refuses longer lines; say so here instead of sending them
-CRASH_LOG = "crash.log"  # in each process's scratch cwd: faulthandler's traceback of a hang or a crash
 
 
 def main(argv: list[str]) -> None:
