@@ -167,3 +167,22 @@ def test_lesson_pins_the_lesson_graded_whatever_the_answers_file_says(workspace,
     assert pinned.exit_code == 0 and report["lesson"] == 1 and report["score"] == report["max_score"]
     assert [entry["id"] for entry in report["checks"]] == [check.id for number in range(2) for check in kit.lesson(number).checks]
     assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "0 to" in bad.output and "Traceback" not in bad.output
+
+
+class _LyingWorker:
+    """A worker subverted past the harness: its answers are well-formed JSON of the wrong types."""
+
+    def __init__(self, answer: dict):
+        self.answer = answer
+
+    def request(self, op, deadline, stopping, **fields):
+        return self.answer
+
+
+@pytest.mark.parametrize("data", [{"text": 1, "is_error": False}, {"text": "ok", "is_error": "no"}, {"text": "ok"}, ["ok", False], "ok"])
+def test_the_grader_type_checks_every_answer_itself(tmp_path, data):
+    from grader.grading.lab import CheckFailed, Lab
+
+    lab = Lab(tmp_path, tmp_path, worker=_LyingWorker({"ok": data}))
+    with pytest.raises(CheckFailed, match="a str"):
+        lab.tool("read", path="x")
