@@ -112,17 +112,18 @@ def atomic(lab: Lab) -> None:
 @check("write.mode")
 def mode(lab: Lab) -> None:
     rng = random.Random()
-    umask = rng.choice([0o022, 0o027, 0o037, 0o002, 0o007])  # never 077: a 0600 file would pass
-    name = name_of(rng, ".sh")
-    previous = lab.call("os", "umask", umask)  # where the tool runs
-    try:
-        lab.ok("write", path=name, content="echo hi\n")
-    finally:
-        lab.call("os", "umask", previous)
-    expected = 0o666 & ~umask
-    expect(mode_of(lab, name) == expected, f"with umask {umask:03o} a new file should get mode {expected:o} (0666 & ~umask), "
-                                           f"as any program's new file does; found {mode_of(lab, name):o}")
-    kept = rng.choice([0o755, 0o750, 0o700, 0o640, 0o600, 0o664])
+    masks = rng.sample([0o022, 0o027, 0o037, 0o002, 0o007], 2)  # two, so no fixed mode fits both; never 077 (0600)
+    for number, umask in enumerate(masks):
+        name = f"{rng.choice(WORDS)}{'_x' * number}.sh"
+        previous = lab.call("os", "umask", umask)  # where the tool runs
+        try:
+            lab.ok("write", path=name, content="echo hi\n")
+        finally:
+            lab.call("os", "umask", previous)
+        expected = 0o666 & ~umask
+        expect(mode_of(lab, name) == expected, f"with umask {umask:03o} a new file should get mode {expected:o} (0666 & ~umask), "
+                                               f"as any program's new file does; found {mode_of(lab, name):o}")
+    kept = rng.choice([mode for mode in (0o755, 0o750, 0o700, 0o640, 0o600, 0o664) if mode != expected])
     os.chmod(lab.tmp / name, kept)
     lab.ok("write", path=name, content="echo bye\n")
     expect(mode_of(lab, name) == kept, f"an existing file should keep its mode {kept:o} when rewritten, found {mode_of(lab, name):o}")
