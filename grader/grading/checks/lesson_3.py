@@ -14,6 +14,7 @@ from grader.grading.checks.disk import HUNK, DirectoryEvents, apply_diff, count,
 
 DIRECTORY_WORD = re.compile(r"\b(directory|directories|folder|folders|dir)\b", re.IGNORECASE)
 READ_WORD = re.compile(r"\b(re-?)?read", re.IGNORECASE)
+ORDINALS = ("zeroth", "first", "second", "third", "fourth", "fifth")
 
 
 def unchanged(lab: Lab, name: str, before: bytes, why: str) -> None:
@@ -31,8 +32,14 @@ def refused(lab: Lab, path: str, *pairs: tuple[str, str]) -> str:
     return lab.error("edit", path=path, edits=[{"oldText": old, "newText": new} for old, new in pairs]).text
 
 
+def names(text: str, number: int) -> bool:
+    """The text names edit `number`: as a number (2, #2, 2nd), or as an ordinal before 'edit' ('the second edit')."""
+    ordinal = rf"\b{ORDINALS[number]}\b(?:\W+\w+){{0,2}}?\W+edits?\b"
+    return number in numbers(text) or re.search(ordinal, text, re.IGNORECASE) is not None
+
+
 def names_edit(text: str, number: int, why: str) -> None:
-    expect(number in numbers(text), f"{why}: the error should name edit {number} (edits count from 1), got {excerpt(text)}")
+    expect(names(text, number), f"{why}: the error should name edit {number} (edits count from 1), got {excerpt(text)}")
 
 
 def file_of(lab: Lab, rng: random.Random, count: int, name: str = "") -> tuple[str, list[str], bytes]:
@@ -127,7 +134,7 @@ def overlap(lab: Lab) -> None:
         order = rng.sample(range(3), 3)
         text = refused(lab, name, *(pairs[n] for n in order))
         numbered = [order.index(0) + 1, order.index(1) + 1]
-        expect(all(n in numbers(text) for n in numbered),
+        expect(all(names(text, n) for n in numbered),
                f"edits {numbered[0]} and {numbered[1]} {kind}: the error should name both numbers, got {excerpt(text)}")
         unchanged(lab, name, before, f"when two edits {kind}")
     pairs = [(line[cut:], "B"), (line[:cut], "A")]
