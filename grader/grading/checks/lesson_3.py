@@ -150,7 +150,7 @@ def all_or_nothing(lab: Lab) -> None:
     rng = random.Random()
     name, lines, before = file_of(lab, rng, 6)
     lab.error("edit", path=name, edits=[{"oldText": lines[1], "newText": "a = None"}, {"oldText": "timeout = 10", "newText": "timeout = 30"}])
-    unchanged(lab, name, before, "when the second of two edits fails, the first must not be applied either:")
+    unchanged(lab, name, before, "when the second of two edits fails (its text is not in the file), the first must not apply either")
     edit(lab, name, (lines[1], "a = None"), (lines[4], "b = None"))
     expected = before.decode().replace(lines[1], "a = None").replace(lines[4], "b = None")
     after = (lab.tmp / name).read_text()
@@ -167,8 +167,9 @@ def original_file(lab: Lab) -> None:
     after = (lab.tmp / name).read_text()
     expect(after == expected, f"both edits should apply: expected {excerpt(expected)}, found {excerpt(after)}")
     lab.file("chain.py", "value = 'one'\n")
-    lab.error("edit", path="chain.py", edits=[{"oldText": "'one'", "newText": "'two'"}, {"oldText": "'two'", "newText": "'three'"}])
-    expect((lab.tmp / "chain.py").read_text() == "value = 'one'\n", "edits match the original file, not the result of earlier edits: 'two' is not in it")
+    refused(lab, "chain.py", ("'one'", "'two'"), ("'two'", "'three'"))
+    expect((lab.tmp / "chain.py").read_text() == "value = 'one'\n",
+           "edits match the original file, not the result of earlier edits: 'two' is not in it")
 
 
 @check("edit.refuse-empty-and-noop")
@@ -231,7 +232,8 @@ def atomic(lab: Lab) -> None:
     with DirectoryEvents(lab.tmp) as events:
         result = edit(lab, name, (lines[2], "a = None"))
     expect(not result.is_error and "a = None" in path.read_text(), f"the edit should apply, got {excerpt(result.text)}")
-    expect(path.stat().st_ino != inode, "the file should be replaced in one step (write a temp file, then rename it over: write_atomic), not rewritten in place")
+    expect(path.stat().st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
+                                        "the original (write_atomic)")
     expect(path.stat().st_mode & 0o7777 == mode, f"the file's permissions should be kept: expected {mode:o}, found {path.stat().st_mode & 0o7777:o}")
     extra = leftovers(lab.tmp, name)
     expect(not extra, f"no temporary files should be left behind, found {extra}")

@@ -99,7 +99,8 @@ def atomic(lab: Lab) -> None:
     with DirectoryEvents(lab.tmp) as replaced:
         lab.ok("write", path=name, content='{"new": true}\n')
     expect(path.read_text() == '{"new": true}\n', "the new content should be in place")
-    expect(path.stat().st_ino != inode, "replace the file in one step (write_atomic: temp file, then rename), so a crash never leaves half a file")
+    expect(path.stat().st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
+                                        "the target (write_atomic), so a crash never leaves half a file")
     fresh = name_of(rng, ".toml")
     with DirectoryEvents(lab.tmp) as created:
         lab.ok("write", path=fresh, content="[tool]\n")
@@ -194,7 +195,8 @@ def cut_off_turn(lab: Lab) -> None:
                          turn(use("toolu_whole", "write", path=resent, content="print('hello')\n")),
                          turn({"type": "text", "text": "Done."}, stop="end_turn")], "Write the programs.")
     ran = [name for name in names if (lab.tmp / name).exists()]
-    expect(not ran, f"no tool call from a reply cut off at max_tokens may run, not even the complete ones before the cut; these were written: {ran}")
+    expect(not ran, "no tool call from a reply cut off at max_tokens may run, not even the complete ones before the cut; "
+                    f"these were written: {ran}")
     expect((lab.tmp / resent).is_file(), "the smaller write the model sent next should run")
     answered = {block.get("tool_use_id"): block.get("is_error") for block in tool_results(run.messages)}
     missing = [call["id"] for call in calls if answered.get(call["id"]) is not True]
