@@ -58,6 +58,14 @@ def replace(lab: Lab) -> None:
     expected = before.decode().replace(target, target.upper())
     after = (lab.tmp / name).read_text()
     expect(after == expected, f"only the matched text should change: expected {excerpt(expected)}, found {excerpt(after)}")
+    a, b, c = rng.sample(lines, 3)
+    call = f"{a.split(' ')[0]}.get(*args) + [kwargs]"  # exact text, even where a regular expression would see patterns
+    before = lab.file(name, f"{b}\nvalue = {call}\n{c}\n").read_bytes()
+    result = edit(lab, name, (f"= {call}", r"= \g<0>.strip('$\\')"))
+    expect(not result.is_error, f"oldText {call!r} occurs once, as plain text: it should be replaced, got the error {excerpt(result.text)}")
+    expected = before.decode().replace(f"= {call}", r"= \g<0>.strip('$\\')")
+    after = (lab.tmp / name).read_text()
+    expect(after == expected, f"only the matched text should change: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
 @check("edit.diff")
