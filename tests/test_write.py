@@ -66,3 +66,25 @@ def test_the_temp_file_is_made_beside_the_target(solved_rover, tmp_path):
         solved_rover.execute("write", {"path": "a.txt", "content": "x"}, tmp_path)
     events.check_temp_beside("a.txt")
     assert events.seen is None or any(name.startswith(".a.txt.") for _, name in events.seen)
+
+
+def test_the_graders_watch_sees_a_temp_file_renamed_in_from_elsewhere(tmp_path):
+    import os
+
+    import pytest
+
+    from grader.grading.checks.disk import DirectoryEvents
+    from grader.grading.lab import CheckFailed
+
+    (tmp_path / "target").mkdir()
+    (tmp_path / "elsewhere.tmp").write_text("new")
+    with DirectoryEvents(tmp_path / "target") as events:
+        os.replace(tmp_path / "elsewhere.tmp", tmp_path / "target/a.txt")
+    if events.seen is None:
+        pytest.skip("no inotify here")
+    with pytest.raises(CheckFailed, match="no temp file appeared beside a.txt"):
+        events.check_temp_beside("a.txt")
+    with DirectoryEvents(tmp_path / "target") as events:
+        (tmp_path / "target/a.txt").write_text("in place")
+    with pytest.raises(CheckFailed):
+        events.check_temp_beside("a.txt")
