@@ -29,6 +29,32 @@ def test_a_missing_file_points_to_write(edit):
     assert result.is_error and "use write" in result.text
 
 
+def test_a_directory_is_refused_as_a_directory(edit, tmp_path):
+    (tmp_path / "pkg").mkdir()
+    result = edit("pkg", ("x", "y"))
+    assert result.is_error and "pkg is a directory" in result.text and "not found" not in result.text
+
+
+def test_untouched_lines_keep_their_own_endings(edit, tmp_path):
+    (tmp_path / "m.txt").write_bytes(b"\xef\xbb\xbfa\r\nb\nc\r\nd\n")
+    assert not edit("m.txt", ("b\nc", "B\nX\nC"), ("d", "D")).is_error
+    assert (tmp_path / "m.txt").read_bytes() == b"\xef\xbb\xbfa\r\nB\nX\nC\r\nD\n"
+
+
+def test_a_last_line_without_newline_is_marked_in_the_diff(edit, tmp_path):
+    (tmp_path / "t.txt").write_text("one\ntwo")
+    text = edit("t.txt", ("two", "2")).text
+    assert text.endswith("-two\n\\ No newline at end of file\n+2\n\\ No newline at end of file\n")
+
+
+def test_a_read_only_file_is_refused(edit, tmp_path):
+    (tmp_path / "r.txt").write_text("x = 1\n")
+    (tmp_path / "r.txt").chmod(0o444)
+    result = edit("r.txt", ("x = 1", "x = 2"))
+    assert result.is_error and "read-only" in result.text
+    assert (tmp_path / "r.txt").read_text() == "x = 1\n" and sorted(p.name for p in tmp_path.iterdir()) == ["r.txt"]
+
+
 def test_a_binary_file_is_refused(edit, tmp_path):
     (tmp_path / "blob.bin").write_bytes(b"\xff\xfe\x00abc")
     result = edit("blob.bin", ("abc", "def"))
@@ -61,5 +87,24 @@ def test_the_windowed_diff_equals_a_whole_file_diff(solved_rover):
         start = rng.randrange(len(original))
         end = rng.randint(start + 1, min(len(original), start + 40))
         changed = original[:start] + rng.choice(["", "X", "Y\nZ\n", "\n"]) + original[end:]
-        whole = "".join(difflib.unified_diff(original.splitlines(True), changed.splitlines(True), "a/p", "b/p"))
+        lines = difflib.unified_diff(original.splitlines(True), changed.splitlines(True), "a/p", "b/p")
+        whole = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
         assert _diff("p", original, changed, start, end) == whole, (original, start, end, changed)
+
+
+def test_the_graders_diff_reader_applies_a_real_diff_and_rejects_a_windowed_one():
+    import difflib
+
+    from grader.grading.checks.disk import apply_diff
+    from grader.grading.lab import CheckFailed
+
+    original = "".join(f"line {n}\n" for n in range(1, 40))
+    changed = original.replace("line 30\n", "line thirty\n")
+    diff = "".join(difflib.unified_diff(original.splitlines(True), changed.splitlines(True)))
+    assert apply_diff("Edited, first change at line 30.\n" + diff, original) == changed
+    window = "".join(difflib.unified_diff(original.splitlines(True)[26:33], changed.splitlines(True)[26:33]))
+    with pytest.raises(CheckFailed, match="line 1, which is 'line 1"):
+        apply_diff(window, original)
+    unmarked = "".join(difflib.unified_diff(["a\n", "b"], ["a\n", "c"]))
+    with pytest.raises(CheckFailed, match="No newline at end of file"):
+        apply_diff(unmarked, "a\nb")

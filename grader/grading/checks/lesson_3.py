@@ -1,128 +1,282 @@
-"""Lesson 3: edit, on files made for each check, then the parse_date fix on a fresh stash."""
+"""Lesson 3: edit, on files made fresh (names, sizes, places) for each run, then the parse_date fix on a stash.
+
+Refusals are judged by facts only: is_error, the file left byte for byte, and the numbers the lesson
+asks for (the edit's number, counted from 1; the count of matches; the line where a change starts).
+"""
 from __future__ import annotations
 
 import os
+import random
+import re
 
 from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks.disk import HUNK, DirectoryEvents, apply_diff, count, leftovers, lines_of, numbers
 
-CONFIG = "name = 'stash'\ndebug = False\nretries = 3\n"
-THRICE = "def render(entry):\n    title = entry.title\n    return f'<h2>{title}</h2>'\n"
+DIRECTORY_WORD = re.compile(r"\b(directory|directories|folder|folders|dir)\b", re.IGNORECASE)
+READ_WORD = re.compile(r"\b(re-?)?read", re.IGNORECASE)
+ORDINALS = ("zeroth", "first", "second", "third", "fourth", "fifth")
 
 
 def unchanged(lab: Lab, name: str, before: bytes, why: str) -> None:
     after = (lab.tmp / name).read_bytes()
-    expect(after == before, f"{why}, the file must be left exactly as it was; it changed to {excerpt(after.decode(errors='replace'))}")
-    leftovers = sorted(path.name for path in lab.tmp.iterdir() if path.name != name)
-    expect(not leftovers, f"a refused edit should leave nothing behind, found {leftovers}")
+    expect(after == before, f"{why}, the file must be left exactly as it was: expected {excerpt(before)}, found {excerpt(after)}")
+    extra = leftovers(lab.tmp, name)
+    expect(not extra, f"{why}, nothing should be left behind beside {name}, found {extra}")
 
 
 def edit(lab: Lab, path: str, *pairs: tuple[str, str]):
     return lab.tool("edit", path=path, edits=[{"oldText": old, "newText": new} for old, new in pairs])
 
 
+def refused(lab: Lab, path: str, *pairs: tuple[str, str]) -> str:
+    return lab.error("edit", path=path, edits=[{"oldText": old, "newText": new} for old, new in pairs]).text
+
+
+def names(text: str, number: int) -> bool:
+    """The text names edit `number`: as a number (2, #2, 2nd), or as an ordinal before 'edit' ('the second edit')."""
+    ordinal = rf"\b{ORDINALS[number]}\b(?:\W+\w+){{0,2}}?\W+edits?\b"
+    return number in numbers(text) or re.search(ordinal, text, re.IGNORECASE) is not None
+
+
+def names_edit(text: str, number: int, why: str) -> None:
+    expect(names(text, number), f"{why}: the error should name edit {number} (edits count from 1), got {excerpt(text)}")
+
+
+def file_of(lab: Lab, rng: random.Random, count: int, name: str = "") -> tuple[str, list[str], bytes]:
+    lines = lines_of(rng, count)
+    name = name or f"{rng.choice(lines).split(' ')[0]}.py"
+    return name, lines, lab.file(name, "".join(line + "\n" for line in lines)).read_bytes()
+
+
 @check("edit.replace")
 def replace(lab: Lab) -> None:
-    lab.file("config.py", CONFIG)
-    result = edit(lab, "config.py", ("debug = False", "debug = True"))
+    rng = random.Random()
+    name, lines, before = file_of(lab, rng, rng.randint(4, 12))
+    target = rng.choice(lines)
+    result = edit(lab, name, (target, target.upper()))
     expect(not result.is_error, f"a unique match should be replaced, got the error {excerpt(result.text)}")
-    after = (lab.tmp / "config.py").read_text()
-    expect(after == CONFIG.replace("debug = False", "debug = True"), f"only the matched text should change, the file is now {excerpt(after)}")
+    expected = before.decode().replace(target, target.upper())
+    after = (lab.tmp / name).read_text()
+    expect(after == expected, f"only the matched text should change: expected {excerpt(expected)}, found {excerpt(after)}")
+    a, b, c = rng.sample(lines, 3)
+    call = f"{a.split(' ')[0]}.get(*args) + [kwargs]"  # exact text, even where a regular expression would see patterns
+    before = lab.file(name, f"{b}\nvalue = {call}\n{c}\n").read_bytes()
+    result = edit(lab, name, (f"= {call}", r"= \g<0>.strip('$\\')"))
+    expect(not result.is_error, f"oldText {call!r} occurs once, as plain text: it should be replaced, got the error {excerpt(result.text)}")
+    expected = before.decode().replace(f"= {call}", r"= \g<0>.strip('$\\')")
+    after = (lab.tmp / name).read_text()
+    expect(after == expected, f"only the matched text should change: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
 @check("edit.diff")
 def diff(lab: Lab) -> None:
-    lab.file("config.py", CONFIG)
-    text = edit(lab, "config.py", ("retries = 3", "retries = 5")).text
-    expect("-retries = 3" in text and "+retries = 5" in text and "@@" in text,
-           f"the result should carry a unified diff of the change (difflib.unified_diff), got {excerpt(text)}")
-    expect("line 3" in text, f"the result should name the line where the change starts (line 3), got {excerpt(text)}")
+    rng = random.Random()
+    name, lines, before = file_of(lab, rng, rng.randint(45, 70))
+    first, second = rng.randint(20, 28), rng.randint(34, 42)
+    result = edit(lab, name, (lines[second - 1], lines[second - 1] + "  # tuned"), (lines[first - 1], f"# {lines[first - 1]}"))
+    expect(not result.is_error, f"two valid edits should apply, got the error {excerpt(result.text)}")
+    after = (lab.tmp / name).read_text()
+    patched = apply_diff(result.text, before.decode())
+    expect(patched == after, f"applying the diff to the file as it was should give the file as it is now; it gives {excerpt(patched)}")
+    said = numbers("\n".join(row for row in result.text.split("\n") if not HUNK.match(row)))
+    expect(first in said, f"besides the diff, the answer should say the first change starts at line {first}; "
+                          f"the numbers it gives are {sorted(said) or 'none'}")
+    last = lines_of(rng, 6)
+    lab.file("tail.py", "\n".join(last))  # no newline after the last line
+    result = edit(lab, "tail.py", (last[-1], last[-1].upper()))
+    expect(not result.is_error, f"an edit of the last line should apply, got the error {excerpt(result.text)}")
+    patched = apply_diff(result.text, "\n".join(last))
+    after = (lab.tmp / "tail.py").read_text()
+    expect(patched != after + "\n", "the new last line has no newline either: the diff's '+' line for it should be followed by "
+                                    "'\\ No newline at end of file'")
+    expect(patched == after, f"applying the diff to tail.py as it was should give it as it is now; it gives {excerpt(patched)}")
 
 
 @check("edit.not-found")
 def not_found(lab: Lab) -> None:
-    before = lab.file("config.py", CONFIG).read_bytes()
-    text = lab.error("edit", path="config.py", edits=[{"oldText": "debug  = False", "newText": "debug = True"}]).text
-    expect("not found" in text.lower() and "read" in text.lower(),
-           f"the error should say the text was not found and to copy it from a fresh read, got {excerpt(text)}")
-    unchanged(lab, "config.py", before, "when oldText is not found")
+    rng = random.Random()
+    name, lines, before = file_of(lab, rng, 8)
+    first, second, third = rng.sample(lines, 3)
+    text = refused(lab, name, (first.replace(" = ", "  = "), "x = None"))
+    unchanged(lab, name, before, "when oldText is not found")
+    expect(READ_WORD.search(text), f"the error should tell the model to read the file again and copy the text from it, got {excerpt(text)}")
+    pairs = [(second, second + "  # kept"), (third, third + "  # kept")]
+    missing = rng.randint(1, 3)
+    pairs.insert(missing - 1, (first.replace("'", '"'), "x = None"))
+    text = refused(lab, name, *pairs)
+    names_edit(text, missing, f"edit {missing} of 3 is not in the file")
+    unchanged(lab, name, before, "when one of three edits is not found")
+    expect(not edit(lab, name, (first, "x = None")).is_error, "the same edit copied exactly from the file should apply")
 
 
 @check("edit.multiple-matches")
 def multiple_matches(lab: Lab) -> None:
-    before = lab.file("render.py", THRICE).read_bytes()
-    text = lab.error("edit", path="render.py", edits=[{"oldText": "title", "newText": "headline"}]).text
-    expect("3" in text and ("unique" in text.lower() or "more" in text.lower()),
-           f"'title' occurs 3 times: the error should say 3 and ask for more surrounding text, got {excerpt(text)}")
+    rng = random.Random()
+    lines, twice = lines_of(rng, 12), rng.randint(2, 6)
+    repeated = lines[0]
+    body = lines[1:] + [repeated] * twice
+    rng.shuffle(body)
+    body.append(lines[0] + "  # last")  # the repeated line is also a prefix of this one: twice + 1 matches
+    before = lab.file("render.py", "".join(line + "\n" for line in body)).read_bytes()
+    text = refused(lab, "render.py", (repeated, "pass"))
+    expect(twice + 1 in numbers(text), f"oldText occurs {twice + 1} times: the error should say {twice + 1}, got {excerpt(text)}")
     unchanged(lab, "render.py", before, "when oldText matches several places")
-    edit(lab, "render.py", ("    title = entry.title", "    title = entry.title.strip()"))
-    expect("entry.title.strip()" in (lab.tmp / "render.py").read_text(), "with a whole line as oldText, the match is unique and the edit should apply")
+    marks = rng.randint(3, 6)
+    before = lab.file("render.py", f"{lines[1]}\n" + "#\n" * marks + f"{lines[2]}\n").read_bytes()
+    text = refused(lab, "render.py", ("#\n#\n", "#\n"))
+    expect(marks - 1 in numbers(text), f"'#\\n#\\n' occurs {marks - 1} times in {marks} lines of '#', overlapping ones counted "
+                                        f"(str.count skips those): the error should say {marks - 1}, got {excerpt(text)}")
+    unchanged(lab, "render.py", before, "when oldText matches several overlapping places")
+    result = edit(lab, "render.py", (f"{lines[1]}\n#\n", f"{lines[1]}\n"))
+    expect(not result.is_error, f"with a neighbouring line in oldText the match is unique and the edit should apply, got {excerpt(result.text)}")
 
 
 @check("edit.overlap")
 def overlap(lab: Lab) -> None:
-    before = lab.file("config.py", CONFIG).read_bytes()
-    text = lab.error("edit", path="config.py", edits=[
-        {"oldText": "debug = False\nretries", "newText": "debug = True\nretries"},
-        {"oldText": "retries = 3", "newText": "retries = 5"},
-    ]).text
-    expect("overlap" in text.lower() and "1" in text and "2" in text, f"the error should say edits 1 and 2 overlap, got {excerpt(text)}")
-    unchanged(lab, "config.py", before, "when edits overlap")
+    rng = random.Random()
+    name, lines, before = file_of(lab, rng, 5)
+    line, other, text = lines[2], lines[4], before.decode()
+    cut = rng.choice([n for n in range(3, len(line) - 3) if count(text, line[:n]) == count(text, line[n:]) == 1])
+    for first, second, kind in ((line[:cut + 1], line[cut:], "share one character"), (line, line[1:-1], "nest one in the other")):
+        pairs = [(first, "a = None"), (second, "b = None"), (other, other + "  # kept")]
+        order = rng.sample(range(3), 3)
+        text = refused(lab, name, *(pairs[n] for n in order))
+        numbered = [order.index(0) + 1, order.index(1) + 1]
+        expect(all(names(text, n) for n in numbered),
+               f"edits {numbered[0]} and {numbered[1]} {kind}: the error should name both numbers, got {excerpt(text)}")
+        unchanged(lab, name, before, f"when two edits {kind}")
+    pairs = [(line[cut:], "B"), (line[:cut], "A")]
+    result = edit(lab, name, *pairs)
+    expect(not result.is_error, f"edits that only touch (one ends where the next starts) do not overlap and should apply, got {excerpt(result.text)}")
+    expected = before.decode().replace(line, "AB")
+    after = (lab.tmp / name).read_text()
+    expect(after == expected, f"both touching edits should apply: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
 @check("edit.all-or-nothing")
 def all_or_nothing(lab: Lab) -> None:
-    before = lab.file("config.py", CONFIG).read_bytes()
-    lab.error("edit", path="config.py", edits=[
-        {"oldText": "debug = False", "newText": "debug = True"},
-        {"oldText": "timeout = 10", "newText": "timeout = 30"},
-    ])
-    unchanged(lab, "config.py", before, "when the second of two edits fails, the first must not be applied either:")
-    edit(lab, "config.py", ("debug = False", "debug = True"), ("retries = 3", "retries = 4"))
-    after = (lab.tmp / "config.py").read_text()
-    expect(after == "name = 'stash'\ndebug = True\nretries = 4\n", f"with both edits valid, both should apply; the file is {excerpt(after)}")
+    rng = random.Random()
+    name, lines, before = file_of(lab, rng, 6)
+    lab.error("edit", path=name, edits=[{"oldText": lines[1], "newText": "a = None"}, {"oldText": "timeout = 10", "newText": "timeout = 30"}])
+    unchanged(lab, name, before, "when the second of two edits fails (its text is not in the file), the first must not apply either")
+    edit(lab, name, (lines[1], "a = None"), (lines[4], "b = None"))
+    expected = before.decode().replace(lines[1], "a = None").replace(lines[4], "b = None")
+    after = (lab.tmp / name).read_text()
+    expect(after == expected, f"with both edits valid, both should apply: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
 @check("edit.original-file")
 def original_file(lab: Lab) -> None:
-    lab.file("config.py", CONFIG)
-    result = edit(lab, "config.py", ("retries = 3", "retries = 5"), ("name = 'stash'", "name = 'stash2'"))
+    rng = random.Random()
+    name, lines, before = file_of(lab, rng, 6)
+    result = edit(lab, name, (lines[4], "late = True"), (lines[0], "early = True"))
     expect(not result.is_error, f"two separate edits, given in any order, should both apply, got {excerpt(result.text)}")
-    after = (lab.tmp / "config.py").read_text()
-    expect(after == "name = 'stash2'\ndebug = False\nretries = 5\n", f"both edits should apply, got {excerpt(after)}")
-    lab.file("chain.py", "a = 1\n")
-    lab.error("edit", path="chain.py", edits=[{"oldText": "a = 1", "newText": "a = 2"}, {"oldText": "a = 2", "newText": "a = 3"}])
-    expect((lab.tmp / "chain.py").read_text() == "a = 1\n", "edits match the original file, not the result of earlier edits: 'a = 2' is not in it")
+    expected = before.decode().replace(lines[4], "late = True").replace(lines[0], "early = True")
+    after = (lab.tmp / name).read_text()
+    expect(after == expected, f"both edits should apply: expected {excerpt(expected)}, found {excerpt(after)}")
+    lab.file("chain.py", "value = 'one'\n")
+    refused(lab, "chain.py", ("'one'", "'two'"), ("'two'", "'three'"))
+    expect((lab.tmp / "chain.py").read_text() == "value = 'one'\n",
+           "edits match the original file, not the result of earlier edits: 'two' is not in it")
 
 
 @check("edit.refuse-empty-and-noop")
 def refuse_empty_and_noop(lab: Lab) -> None:
-    before = lab.file("config.py", CONFIG).read_bytes()
-    text = lab.error("edit", path="config.py", edits=[{"oldText": "", "newText": "x = 1\n"}]).text
-    expect("empty" in text.lower(), f"an empty oldText should be refused as empty, got {excerpt(text)}")
-    text = lab.error("edit", path="config.py", edits=[{"oldText": "retries = 3", "newText": "retries = 3"}]).text
-    expect("same" in text.lower() or "no-op" in text.lower() or "nothing" in text.lower(),
-           f"an edit whose newText equals its oldText changes nothing and should be refused, got {excerpt(text)}")
-    unchanged(lab, "config.py", before, "after refused edits")
+    rng = random.Random()
+    name, lines, before = file_of(lab, rng, 6)
+    expect(not edit(lab, name, (lines[3], lines[3] + "  # ok")).is_error, "a real edit should apply")
+    before = (lab.tmp / name).read_bytes()
+    refused(lab, name, ("", "x = None\n"))
+    unchanged(lab, name, before, "after an edit with an empty oldText")
+    for bad, kind in (((lines[1], lines[1]), "changes nothing (newText equals oldText)"), (("", "x = None\n"), "has an empty oldText")):
+        pairs = [(lines[0], "a = None"), (lines[2], "b = None")]
+        number = rng.randint(1, 3)
+        pairs.insert(number - 1, bad)
+        text = refused(lab, name, *pairs)
+        names_edit(text, number, f"edit {number} of 3 {kind}, beside real edits, and is refused on its own")
+        unchanged(lab, name, before, f"when edit {number} {kind}")
 
 
 @check("edit.crlf-bom")
 def crlf_bom(lab: Lab) -> None:
-    lab.file("win.py", b"\xef\xbb\xbfa = 1\r\nb = 2\r\nc = 3\r\n")
-    result = edit(lab, "win.py", ("a = 1\nb = 2", "a = 10\nb = 20"))
+    rng = random.Random()
+    lines = lines_of(rng, 5)
+    windows = "\ufeff" + "".join(line + "\r\n" for line in lines)
+    lab.file("win.py", windows)
+    result = edit(lab, "win.py", (f"{lines[1]}\n{lines[2]}", "a = None\nb = None"))
     expect(not result.is_error, f"an LF oldText should match a CRLF file, got {excerpt(result.text)}")
+    expected = windows.replace(f"{lines[1]}\r\n{lines[2]}", "a = None\r\nb = None").encode()
     after = (lab.tmp / "win.py").read_bytes()
-    expect(after == b"\xef\xbb\xbfa = 10\r\nb = 20\r\nc = 3\r\n", f"the BOM and CRLF line endings should survive the edit, got {after!r}")
+    expect(after == expected, f"the BOM and CRLF line endings should survive the edit: expected {expected!r}, found {after!r}")
+    lines = lines_of(rng, 8)
+    endings = ["\r\n", "\n"] + [rng.choice(["\r\n", "\n"]) for _ in lines[2:]]
+    rng.shuffle(endings)
+    mixed = "".join(line + end for line, end in zip(lines, endings))
+    lab.file("mixed.py", mixed.encode())
+    one, two = rng.sample(range(1, 7), 2)
+    edit(lab, "mixed.py", (lines[one], "a = None"))
+    expected = mixed.replace(lines[one], "a = None").encode()
+    after = (lab.tmp / "mixed.py").read_bytes()
+    expect(after == expected, f"in a file that mixes LF and CRLF, lines the edit does not touch keep their own endings: "
+                              f"expected {expected!r}, found {after!r}")
+    lines[one] = "a = None"
+    result = edit(lab, "mixed.py", (f"{lines[two]}\n{lines[two + 1]}", "b = None\nc = None"))
+    expect(not result.is_error, f"an LF oldText across two lines should match them whatever their endings, got {excerpt(result.text)}")
+    after = (lab.tmp / "mixed.py").read_bytes()
+    rows = after.split(b"\n")
+    kept = [n for n in range(len(lines)) if n not in (two, two + 1)]
+    expect(len(rows) == len(lines) + 1 and all(rows[n] + b"\n" == (lines[n] + endings[n]).encode() for n in kept)
+           and [rows[two].rstrip(b"\r"), rows[two + 1].rstrip(b"\r")] == [b"b = None", b"c = None"],
+           f"only lines {two + 1}-{two + 2} should change, every other line keeping its bytes and ending; found {excerpt(after)}")
 
 
 @check("edit.atomic")
 def atomic(lab: Lab) -> None:
-    path = lab.file("run.sh", "echo one\n")
-    os.chmod(path, 0o755)
+    rng = random.Random()
+    name, lines, _ = file_of(lab, rng, 4)
+    path, mode = lab.tmp / name, rng.choice([0o755, 0o750, 0o700, 0o640, 0o664])
+    os.chmod(path, mode)
     inode = path.stat().st_ino
-    edit(lab, "run.sh", ("echo one", "echo two"))
-    expect(path.read_text() == "echo two\n", "the edit should apply")
-    expect(path.stat().st_ino != inode, "the file should be replaced in one step (write a temp file, then rename it over: write_atomic), not rewritten in place")
-    expect(path.stat().st_mode & 0o777 == 0o755, "the file's permissions should be kept")
+    with DirectoryEvents(lab.tmp) as events:
+        result = edit(lab, name, (lines[2], "a = None"))
+    expect(not result.is_error and "a = None" in path.read_text(), f"the edit should apply, got {excerpt(result.text)}")
+    expect(path.stat().st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
+                                        "the original (write_atomic)")
+    expect(path.stat().st_mode & 0o7777 == mode, f"the file's permissions should be kept: expected {mode:o}, found {path.stat().st_mode & 0o7777:o}")
+    extra = leftovers(lab.tmp, name)
+    expect(not extra, f"no temporary files should be left behind, found {extra}")
+    events.check_temp_beside(name)
+
+
+@check("edit.read-only")
+def read_only(lab: Lab) -> None:
+    rng = random.Random()
+    name, lines, _ = file_of(lab, rng, 4)
+    expect(not edit(lab, name, (lines[0], "a = None")).is_error, "an edit of a writable file should apply")
+    path, mode = lab.tmp / name, rng.choice([0o444, 0o440, 0o400, 0o555])
+    before = path.read_bytes()
+    os.chmod(path, mode)
+    try:
+        refused(lab, name, (lines[1], "b = None"))
+        unchanged(lab, name, before, f"for a read-only file (mode {mode:o})")
+        expect(path.stat().st_mode & 0o7777 == mode, f"a read-only file keeps its mode {mode:o}, found {path.stat().st_mode & 0o7777:o}")
+    finally:
+        os.chmod(path, 0o644)
+
+
+@check("edit.directory")
+def directory(lab: Lab) -> None:
+    rng = random.Random()
+    name, lines, _ = file_of(lab, rng, 3)
+    expect(not edit(lab, name, (lines[0], "a = None")).is_error, "an edit of a file should apply")
+    folder = rng.choice(lines[1:]).split(" ")[0]
+    (lab.tmp / folder).mkdir()
+    (lab.tmp / folder / "inside.py").write_text("a = 1\n")
+    text = refused(lab, folder, ("a = 1", "a = 2"))
+    expect(folder in text and DIRECTORY_WORD.search(text) and "Errno" not in text,
+           f"{folder} is a directory: the refusal should name it and say it is a directory (or folder), in words of its own "
+           f"rather than a raw OS error; got {excerpt(text)}")
+    expect((lab.tmp / folder / "inside.py").read_text() == "a = 1\n", "the directory and its files must be left alone")
 
 
 @check("edit.stash-scenario")

@@ -1,78 +1,206 @@
-"""Lesson 4: write, and a loop that never writes from a reply cut off at max_tokens."""
+"""Lesson 4: write, on names and contents made fresh for each run, and a loop that never writes from a cut-off reply."""
 from __future__ import annotations
 
+import os
+import random
+
 from grader.grading.checks import Lab, check, excerpt, expect, tool_results
-from grader.grading.checks.lesson_0 import done, say, turn, use
+from grader.grading.checks.disk import WORDS, DirectoryEvents, leftovers, numbers
+from grader.grading.checks.lesson_3 import DIRECTORY_WORD
+
+ACCENTED = ("é", "ü", "ñ", "ø", "☕", "€", "—", "日本", "🚀", "ß")
+
+
+def text_of(rng: random.Random, lines: int) -> str:
+    return "".join(" ".join(rng.sample(WORDS, 4)) + "\n" for _ in range(lines))
+
+
+def name_of(rng: random.Random, suffix: str = ".md") -> str:
+    return rng.choice(WORDS) + "_" + rng.choice(WORDS) + suffix
+
+
+def mode_of(lab: Lab, name: str) -> int:
+    return (lab.tmp / name).stat().st_mode & 0o7777
 
 
 @check("write.create")
 def create(lab: Lab) -> None:
-    result = lab.ok("write", path="notes.md", content="# Notes\n\nFirst line.\n")
-    expect((lab.tmp / "notes.md").read_text() == "# Notes\n\nFirst line.\n", "the file should hold exactly the content sent")
-    expect("notes.md" in result.text, f"the result should name the path written, got {excerpt(result.text)}")
+    rng = random.Random()
+    name, content = name_of(rng), text_of(rng, rng.randint(1, 9))
+    result = lab.ok("write", path=name, content=content)
+    found = (lab.tmp / name).read_bytes()
+    expect(found == content.encode(), f"the file should hold exactly the content sent: expected {excerpt(content)}, found {excerpt(found)}")
+    expect(name in result.text, f"the result should name the path written ({name}), got {excerpt(result.text)}")
 
 
 @check("write.parents")
 def parents(lab: Lab) -> None:
-    lab.ok("write", path="tests/unit/test_new.py", content="def test_it():\n    pass\n")
-    expect((lab.tmp / "tests/unit/test_new.py").is_file(), "missing parent folders (tests/unit/) should be created")
+    rng = random.Random()
+    path = "/".join(rng.sample(WORDS, rng.randint(1, 3))) + "/test_new.py"
+    lab.ok("write", path=path, content="def test_it():\n    pass\n")
+    expect((lab.tmp / path).is_file(), f"missing parent folders ({path.rsplit('/', 1)[0]}/) should be created")
 
 
 @check("write.utf8-bytes")
 def utf8_bytes(lab: Lab) -> None:
-    content = "naïve café ☕ — 3 €\n"
-    size, length = len(content.encode("utf-8")), len(content)  # 27 bytes, 19 characters
-    text = lab.ok("write", path="menu.txt", content=content).text
-    expect((lab.tmp / "menu.txt").read_bytes() == content.encode("utf-8"), "the file should be written as UTF-8")
-    expect(str(size) in text and str(length) not in text,
-           f"the result should count UTF-8 bytes ({size}), not characters ({length}), got {excerpt(text)}")
+    rng = random.Random()
+    content = " ".join(rng.choice(WORDS) + rng.choice(ACCENTED) for _ in range(rng.randint(2, 12))) + "\n"
+    size, length = len(content.encode("utf-8")), len(content)
+    name = name_of(rng, ".txt")
+    text = lab.ok("write", path=name, content=content).text
+    found = (lab.tmp / name).read_bytes()
+    expect(found == content.encode("utf-8"), f"the file should be written as UTF-8: expected {content.encode()!r}, found {found!r}")
+    said = numbers(text)
+    expect(size in said, f"the result should count UTF-8 bytes ({size}), not characters ({length}); "
+                         f"the numbers it gives are {sorted(said) or 'none'}")
 
 
 @check("write.exact")
 def exact(lab: Lab) -> None:
-    lab.ok("write", path="raw.txt", content="no newline at the end")
-    lab.ok("write", path="crlf.txt", content="one\r\ntwo\r\n")
-    expect((lab.tmp / "raw.txt").read_bytes() == b"no newline at the end", "write should add nothing: no trailing newline of its own")
-    expect((lab.tmp / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n", "write should change nothing: CRLF stays CRLF")
+    rng = random.Random()
+    cases = {"raw.txt": text_of(rng, 2).rstrip("\n"), "crlf.txt": text_of(rng, 3).replace("\n", "\r\n"),
+             "mixed.txt": "one\r\ntwo\nthree\r\n", "blank.txt": "\n\n" + text_of(rng, 1) + "\n\n"}
+    for name, content in cases.items():
+        lab.ok("write", path=name, content=content)
+        found = (lab.tmp / name).read_bytes()
+        expect(found == content.encode(), f"write should add and change nothing (no newline of its own, line endings as sent): "
+                                          f"expected {content.encode()!r}, found {found!r}")
+
+
+@check("write.empty")
+def empty(lab: Lab) -> None:
+    rng = random.Random()
+    path = f"{rng.choice(WORDS)}/__init__.py"
+    text = lab.ok("write", path=path, content="").text
+    expect((lab.tmp / path).is_file() and (lab.tmp / path).read_bytes() == b"", f"empty content should make an empty file at {path}")
+    expect(0 in numbers(text), f"the result should say 0 bytes were written, got {excerpt(text)}")
+    lab.file("notes.md", text_of(rng, 3))
+    lab.ok("write", path="notes.md", content="")
+    expect((lab.tmp / "notes.md").read_bytes() == b"", "writing empty content over a file should leave it empty")
 
 
 @check("write.overwrite")
 def overwrite(lab: Lab) -> None:
-    lab.file("config.py", "a = 1\nb = 2\nc = 3\n")
-    lab.ok("write", path="config.py", content="a = 1\n")
-    after = (lab.tmp / "config.py").read_text()
-    expect(after == "a = 1\n", f"writing shorter content should replace the file completely, got {excerpt(after)}")
+    rng = random.Random()
+    name, old = name_of(rng, ".py"), text_of(rng, rng.randint(4, 9))
+    new = old.split("\n", 1)[0] + "\n"
+    lab.file(name, old)
+    lab.ok("write", path=name, content=new)
+    after = (lab.tmp / name).read_text()
+    expect(after == new, f"writing shorter content should replace the file completely: expected {excerpt(new)}, found {excerpt(after)}")
 
 
 @check("write.atomic")
 def atomic(lab: Lab) -> None:
-    path = lab.file("data.json", '{"old": true}\n')
+    rng = random.Random()
+    name = name_of(rng, ".json")
+    path = lab.file(name, '{"old": true}\n')
     inode = path.stat().st_ino
-    lab.ok("write", path="data.json", content='{"new": true}\n')
+    with DirectoryEvents(lab.tmp) as replaced:
+        lab.ok("write", path=name, content='{"new": true}\n')
     expect(path.read_text() == '{"new": true}\n', "the new content should be in place")
-    expect(path.stat().st_ino != inode, "replace the file in one step (write_atomic: temp file, then rename), so a crash never leaves half a file")
-    leftovers = sorted(p.name for p in lab.tmp.iterdir() if p.name != "data.json")
-    expect(not leftovers, f"no temporary files should be left behind, found {leftovers}")
+    expect(path.stat().st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
+                                        "the target (write_atomic), so a crash never leaves half a file")
+    fresh = name_of(rng, ".toml")
+    with DirectoryEvents(lab.tmp) as created:
+        lab.ok("write", path=fresh, content="[tool]\n")
+    extra = leftovers(lab.tmp, name, fresh)
+    expect(not extra, f"no temporary files should be left behind, found {extra}")
+    replaced.check_temp_beside(name)
+    created.check_temp_beside(fresh)
+
+
+@check("write.mode")
+def mode(lab: Lab) -> None:
+    rng = random.Random()
+    masks = rng.sample([0o022, 0o027, 0o037, 0o002, 0o007], 2)  # two, so no fixed mode fits both; never 077 (0600)
+    for number, umask in enumerate(masks):
+        name = f"{rng.choice(WORDS)}{'_x' * number}.sh"
+        previous = lab.call("os", "umask", umask)  # where the tool runs
+        try:
+            lab.ok("write", path=name, content="echo hi\n")
+        finally:
+            lab.call("os", "umask", previous)
+        expected = 0o666 & ~umask
+        expect(mode_of(lab, name) == expected, f"with umask {umask:03o} a new file should get mode {expected:o} (0666 & ~umask), "
+                                               f"as any program's new file does; found {mode_of(lab, name):o}")
+    kept = rng.choice([mode for mode in (0o755, 0o750, 0o700, 0o640, 0o600, 0o664) if mode != expected])
+    os.chmod(lab.tmp / name, kept)
+    lab.ok("write", path=name, content="echo bye\n")
+    expect(mode_of(lab, name) == kept, f"an existing file should keep its mode {kept:o} when rewritten, found {mode_of(lab, name):o}")
+
+
+@check("write.read-only")
+def read_only(lab: Lab) -> None:
+    rng = random.Random()
+    name, content = name_of(rng, ".cfg"), text_of(rng, 3)
+    lab.ok("write", path=name, content=content)
+    kept = rng.choice([0o444, 0o440, 0o400, 0o555])
+    os.chmod(lab.tmp / name, kept)
+    try:
+        lab.error("write", path=name, content="replaced\n")
+        found = (lab.tmp / name).read_bytes()
+        expect(found == content.encode(), f"a read-only file (mode {kept:o}) must not be replaced: expected {excerpt(content)}, found {excerpt(found)}")
+        expect(mode_of(lab, name) == kept, f"a read-only file keeps its mode {kept:o}, found {mode_of(lab, name):o}")
+        extra = leftovers(lab.tmp, name)
+        expect(not extra, f"a refused write should leave nothing behind, found {extra}")
+    finally:
+        os.chmod(lab.tmp / name, 0o644)
+
+
+@check("write.symlink")
+def symlink(lab: Lab) -> None:
+    rng = random.Random()
+    folder, name, link = rng.sample(WORDS, 3)
+    target = lab.file(f"{folder}/{name}.txt", "old\n")
+    os.symlink(f"{folder}/{name}.txt", lab.tmp / link)
+    content = text_of(rng, 2)
+    lab.ok("write", path=link, content=content)
+    expect((lab.tmp / link).is_symlink(), f"{link} is a symlink to {folder}/{name}.txt: write through it, leave the link a link")
+    found = target.read_text()
+    expect(found == content, f"the symlink's target {folder}/{name}.txt should get the content: expected {excerpt(content)}, found {excerpt(found)}")
+    extra = leftovers(lab.tmp / folder, f"{name}.txt")
+    expect(not extra, f"no temporary files should be left behind, found {extra}")
 
 
 @check("write.directory")
 def directory(lab: Lab) -> None:
-    (lab.tmp / "docs").mkdir()
-    text = lab.error("write", path="docs", content="x").text
-    expect("directory" in text.lower() and "docs" in text and "Errno" not in text,
-           f"writing to a directory should be refused in words the model can act on (not a raw OS error), got {excerpt(text)}")
-    expect((lab.tmp / "docs").is_dir(), "the directory must be left alone")
+    rng = random.Random()
+    folder = rng.choice(WORDS)
+    (lab.tmp / folder).mkdir()
+    (lab.tmp / folder / "keep.txt").write_text("kept\n")
+    text = lab.error("write", path=folder, content="x").text
+    expect(folder in text and DIRECTORY_WORD.search(text) and "Errno" not in text,
+           f"{folder} is a directory: the refusal should name it and say it is a directory (or folder), in words of its own "
+           f"rather than a raw OS error; got {excerpt(text)}")
+    expect((lab.tmp / folder / "keep.txt").read_text() == "kept\n", "the directory and its files must be left alone")
+
+
+def use(call_id: str, name: str, **args) -> dict:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+
+
+def turn(*blocks: dict, stop: str = "tool_use") -> dict:
+    return {"content": list(blocks), "stop_reason": stop}
 
 
 @check("write.cut-off-turn")
 def cut_off_turn(lab: Lab) -> None:
-    half = use("toolu_cut", "write", path="big.py", content="def main():\n    print('hel")
-    whole = use("toolu_whole", "write", path="small.py", content="print('hello')\n")
-    run = lab.run_agent([turn(say("Writing it in one go"), half, stop="max_tokens"), turn(whole), done()], "Write the program.")
-    expect(not (lab.tmp / "big.py").exists(), "a write from a reply cut off at max_tokens must not run: its content may be half a file")
-    expect((lab.tmp / "small.py").read_text() == "print('hello')\n", "the smaller write the model sent next should run")
-    cut = [block for block in tool_results(run.messages) if block.get("tool_use_id") == "toolu_cut"]
-    expect(cut and cut[0].get("is_error"), "the cut-off write should be answered with an is_error tool_result")
+    rng = random.Random()
+    names = [f"{word}.py" for word in rng.sample(WORDS, rng.randint(2, 4))]
+    calls = [use(f"toolu_cut{n}", "write", path=name, content="print('whole')\n") for n, name in enumerate(names[:-1])]
+    calls.append(use(f"toolu_cut{len(names) - 1}", "write", path=names[-1], content="def main():\n    print('hel"))
+    resent = name_of(rng, ".txt")
+    run = lab.run_agent([turn({"type": "text", "text": "Writing them all"}, *calls, stop="max_tokens"),
+                         turn(use("toolu_whole", "write", path=resent, content="print('hello')\n")),
+                         turn({"type": "text", "text": "Done."}, stop="end_turn")], "Write the programs.")
+    ran = [name for name in names if (lab.tmp / name).exists()]
+    expect(not ran, "no tool call from a reply cut off at max_tokens may run, not even the complete ones before the cut; "
+                    f"these were written: {ran}")
+    expect((lab.tmp / resent).is_file(), "the smaller write the model sent next should run")
+    answered = {block.get("tool_use_id"): block.get("is_error") for block in tool_results(run.messages)}
+    missing = [call["id"] for call in calls if answered.get(call["id"]) is not True]
+    expect(not missing, f"every call of the cut-off reply needs an is_error tool_result with its id; not so for {missing}")
 
 
 @check("write.stash-scenario")
@@ -81,5 +209,6 @@ def stash_scenario(lab: Lab) -> None:
     created = run.cwd / "tests/test_plain_text.py"
     expect(created.is_file(), "the scenario should create stash's tests/test_plain_text.py")
     results = [str(block.get("content")) for block in tool_results(run.messages)]
-    expect(str(len(created.read_bytes())) in results[0], f"write should report the {len(created.read_bytes())} bytes written, got {excerpt(results[0])}")
+    size = len(created.read_bytes())
+    expect(size in numbers(results[0]), f"write should report the {size} bytes written, got {excerpt(results[0])}")
     expect("1 passed" in results[-1], f"the new test should pass, got {excerpt(results[-1][-200:])}")

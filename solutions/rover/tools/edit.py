@@ -7,6 +7,7 @@ no two may overlap, and the file is written once, atomically, only if every edit
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 from pathlib import Path
@@ -46,10 +47,13 @@ INPUT_SCHEMA = {
 
 BOM = "\ufeff"
 HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+NO_NEWLINE = "\\ No newline at end of file\n"
 
 
 def run(cwd: Path, path: str, edits: list[dict]) -> ToolResult:
     file = cwd / path
+    if file.is_dir():
+        raise ToolError(f"{path} is a directory, not a file. Give the path of one file in it (ls lists them).")
     if not file.is_file():
         raise ToolError(f"File not found: {path}. edit changes existing files; use write to create one.")
     try:
@@ -57,19 +61,15 @@ def run(cwd: Path, path: str, edits: list[dict]) -> ToolResult:
     except UnicodeDecodeError:
         raise ToolError(f"{path} is not UTF-8 text; edit only changes text files.") from None
     bom = BOM if raw.startswith(BOM) else ""
-    crlf = "\r\n" in raw
-    original = raw[len(bom):].replace("\r\n", "\n")  # match on LF text; restore CRLF on the way out
+    body = raw[len(bom):]
+    original = body.replace("\r\n", "\n")  # match on LF text; each line keeps its own ending on the way out
     spans = sorted(_locate(original, path, number, edit) for number, edit in enumerate(edits, 1))
     for (_, end, first, _), (start, _, second, _) in zip(spans, spans[1:]):
         if start < end:
             raise ToolError(f"Edits {first} and {second} overlap in {path}. Merge them into one edit.")
-    updated, cursor = [], 0
-    for start, end, _, new in spans:
-        updated += [original[cursor:start], new]
-        cursor = end
-    changed = "".join(updated) + original[cursor:]
-    text = changed.replace("\n", "\r\n") if crlf else changed
+    text = _apply(body, spans)
     write_atomic(file, (bom + text).encode("utf-8"))
+    changed = text.replace("\r\n", "\n")
     line = original.count("\n", 0, spans[0][0]) + 1
     diff = _diff(path, original, changed, spans[0][0], spans[-1][1])
     return ToolResult(f"Edited {path}: {len(spans)} replacement(s), first change at line {line}.\n\n{diff}")
@@ -98,11 +98,28 @@ def _locate(original: str, path: str, number: int, edit: dict) -> tuple[int, int
 
 
 def _count(text: str, piece: str) -> int:
-    """Occurrences, overlapping ones included: 'aa' is in 'aaa' twice."""
+    """Occurrences, overlapping ones included: 'aa' is in 'aaa' twice (str.count says once)."""
     count, start = 0, text.find(piece)
     while start >= 0:
         count, start = count + 1, text.find(piece, start + 1)
     return count
+
+
+def _apply(body: str, spans: list[tuple[int, int, int, str]]) -> str:
+    """The edits applied to the file's own text, so untouched lines keep their endings byte for byte.
+
+    A position in the LF text sits one further on in `body` for each CRLF before it. New lines
+    take the ending of the line their edit starts on.
+    """
+    crlf = [match.start() - index for index, match in enumerate(re.finditer("\r\n", body))]  # as LF positions
+    pieces, cursor = [], 0
+    for start, end, _, new in spans:
+        start, end = start + bisect.bisect_left(crlf, start), end + bisect.bisect_left(crlf, end)
+        newline = body.find("\n", start)
+        ending = "\r\n" if (body[newline - 1] == "\r" if newline > 0 else bool(crlf)) else "\n"
+        pieces += [body[cursor:start], new.replace("\n", ending)]
+        cursor = end
+    return "".join(pieces) + body[cursor:]
 
 
 def _diff(path: str, original: str, changed: str, start: int, end: int) -> str:
@@ -120,4 +137,5 @@ def _diff(path: str, original: str, changed: str, start: int, end: int) -> str:
     shift = original.count("\n", 0, low)
     lines = difflib.unified_diff(original[low:high].splitlines(True), changed[low:high + len(changed) - len(original)].splitlines(True),
                                  f"a/{path}", f"b/{path}")
-    return "".join(HUNK.sub(lambda m: f"@@ -{int(m[1]) + shift}{m[2] or ''} +{int(m[3]) + shift}{m[4] or ''} @@", line) for line in lines)
+    renumbered = (HUNK.sub(lambda m: f"@@ -{int(m[1]) + shift}{m[2] or ''} +{int(m[3]) + shift}{m[4] or ''} @@", line) for line in lines)
+    return "".join(line if line.endswith("\n") else line + "\n" + NO_NEWLINE for line in renumbered)

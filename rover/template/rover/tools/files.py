@@ -2,25 +2,43 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
+
+from rover.tools.result import ToolError
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never half of each.
 
-    The bytes go to a temporary file in the same directory, which then replaces `path` in one
-    rename. A crash mid-write leaves the original untouched.
+    The bytes go to a temporary file beside the target (a rename is only atomic within one file
+    system, and /tmp is often another), which then replaces the target in one rename. A crash
+    mid-write leaves the original untouched. A symlink is followed, so the file it points at
+    changes and the link stays a link. An existing file keeps its mode; a read-only one is refused.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode(target)
+    if mode is not None and (not mode & 0o222 or not os.access(target, os.W_OK)):
+        raise ToolError(f"{path} is read-only (mode {mode:o}), so it was left unchanged. Make it writable first.")
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    # O_EXCL: never reuse a file someone else made. 0o666: the kernel applies the umask, as for any new file.
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
+            if mode is not None:
+                os.fchmod(out.fileno(), mode)
+        os.replace(temp, target)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
+
+
+def _mode(path: Path) -> int | None:
+    """The permission bits of an existing file, or None for a new one."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return None
