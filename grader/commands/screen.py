@@ -1,15 +1,20 @@
-"""The screen `workshop check` and `workshop watch` draw, and the root cause `hint` and `status` share.
+"""The screen `workshop check` and `workshop watch` draw, the root cause `hint` and `status` share, and `say`.
 
 The current lesson is shown in full: every check, and under each failing one its message and
 first hint. Earlier lessons that pass fold into one line (`lessons 0-3: 42/42 ✓`); a lesson with
 a regression opens up like the current one. Rows never wrap: a long title ends in "…", so the
 screen holds together at 80 columns. When the rover package cannot even be imported, every
 check fails for that one reason, so the screen shows the reason once, with the line of code.
+`say` is how the other commands print prose: wrapped to the terminal, never splitting a word.
 """
 from __future__ import annotations
 
 import re
+import shutil
+import textwrap
 from pathlib import Path
+
+import click
 
 from grader.course import kit
 from grader.grading.grade import Grade
@@ -17,6 +22,7 @@ from grader.grading.runner import Outcome
 
 MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("✗", "red"), "timeout": ("⧗", "yellow")}
 ID_WIDTH = 30  # longer check ids are cut; titles take what is left of the line
+NBSP = "\u00a0"
 
 
 def root_cause(result: Grade) -> str | None:
@@ -165,3 +171,12 @@ def _markup(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+def say(text: str, indent: str = "", err: bool = False) -> None:
+    """Plain text wrapped to the terminal at word boundaries (a `command` never splits), keeping its line breaks."""
+    width = max(40, shutil.get_terminal_size().columns - 1)
+    for line in text.splitlines() or [""]:
+        whole = re.sub(r"`[^`]*`", lambda command: command[0].replace(" ", NBSP), line)
+        click.echo(textwrap.fill(whole, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                 break_long_words=False, break_on_hyphens=False).replace(NBSP, " ") or indent, err=err)
