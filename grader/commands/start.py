@@ -35,7 +35,9 @@ def start_command(lesson_id: str, directory: Path | None, solved: bool) -> None:
         number = kit.parse_lesson_id(lesson_id)
     except kit.UnknownLesson as problem:
         raise WorkshopError(str(problem)) from None
-    target = start_workspace(number, directory or Path(f"rover-lesson-{number}"), solved)
+    target = directory or Path(f"rover-lesson-{number}")
+    click.echo(f"Making the lesson-{number} workspace in {target}/…", err=True)
+    target = start_workspace(number, target, solved)
     lesson = kit.lesson(number)
     click.echo(f"Lesson {number}: {lesson.title}. Your workspace is {target}/")
     click.echo(f"  cd {target}\n  workshop lesson      # read what to build\n  workshop check       # see how far you are")
