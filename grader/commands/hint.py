@@ -63,7 +63,7 @@ def hint_command(check_id: str | None, level: int | None) -> None:
     if level is not None and level > len(check.hints):
         raise WorkshopError(f"{check.id} has {len(check.hints)} hint levels; ask for --level 1 to {len(check.hints)}")
     shown = level or next_level(workspace.path, check.id, len(check.hints))
-    click.echo(f"{check.id}: {check.title}")
+    say(f"{check.id}: {check.title}")
     say(state, indent="  ")
     say(f"Hint {shown} of {len(check.hints)}: {check.hints[shown - 1]}")
     if shown < len(check.hints):

@@ -67,6 +67,11 @@ def reset_all(workspace: Workspace) -> None:
     git.save(workspace.path, f"Reset to the start of lesson {workspace.lesson}")
 
 
+def can_ask() -> bool:
+    """Whether there is a person at a terminal to answer a question."""
+    return sys.stdin.isatty()
+
+
 @click.command("reset")
 @click.argument("what", required=False, metavar="stash|TOOL")
 @click.option("--all", "everything", is_flag=True, help="Reset every file the lesson started with, and stash.")
@@ -84,7 +89,7 @@ def reset_command(what: str | None, everything: bool, yes: bool) -> None:
         tool_file(workspace, what)  # an unknown tool is refused before anything is asked
     label = "every file of the lesson, and stash," if everything else f"the {what} tool"
     again = f"`workshop reset {'--all' if everything else what} --yes`"
-    if not yes and not sys.stdin.isatty():
+    if not yes and not can_ask():
         click.echo(f"Nothing reset: there is no terminal to ask in; {again} resets without asking.", err=True)
         sys.exit(1)
     if not yes and not click.confirm(f"Reset {label} to how the lesson started? Your version stays in git", default=False):

@@ -15,6 +15,7 @@ def start_workspace(lesson: int, target: Path, solved: bool = False) -> Path:
     """Render the template for `lesson` into `target`, add stash, and make the first commit."""
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkshopError(f"{target} already exists and is not empty; pick a new folder, e.g. `workshop start lesson-{lesson} rover-{lesson}b`")
+    click.echo(f"Making the lesson-{lesson} workspace in {target}/…", err=True)
     try:
         render(lesson, target, solved)
         git.run(target, "init", "-q")
@@ -35,9 +36,7 @@ def start_command(lesson_id: str, directory: Path | None, solved: bool) -> None:
         number = kit.parse_lesson_id(lesson_id)
     except kit.UnknownLesson as problem:
         raise WorkshopError(str(problem)) from None
-    target = directory or Path(f"rover-lesson-{number}")
-    click.echo(f"Making the lesson-{number} workspace in {target}/…", err=True)
-    target = start_workspace(number, target, solved)
+    target = start_workspace(number, directory or Path(f"rover-lesson-{number}"), solved)
     lesson = kit.lesson(number)
     click.echo(f"Lesson {number}: {lesson.title}. Your workspace is {target}/")
     click.echo(f"  cd {target}\n  workshop lesson      # read what to build\n  workshop check       # see how far you are")

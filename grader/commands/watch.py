@@ -72,23 +72,25 @@ def stages(workspace: Workspace, console) -> Iterator[tuple[Grade, bool]]:
 def _waiting(console, label: str, work: Callable[[], T]) -> T:
     """Run `work` in the background under a spinner, so Ctrl-C is heard at once, not when grading ends."""
     done: dict[str, object] = {}
+    finished = threading.Event()  # not Thread.join: on 3.11 a Ctrl-C inside join() marks a running thread stopped
 
     def run() -> None:
         try:
             done["value"] = work()
         except BaseException as failure:  # handed to the main thread below
             done["failure"] = failure
+        finally:
+            finished.set()
 
-    worker = threading.Thread(target=run, daemon=True)  # its lanes inherit daemon: exit never waits on them
-    worker.start()
+    threading.Thread(target=run, daemon=True).start()  # its lanes inherit daemon: exit never waits on them
     spinner = console.status(f"[dim]{label}[/]") if console.is_terminal else contextlib.nullcontext(console.print(f"[dim]{label}[/]"))
     try:
         with spinner:
-            while worker.is_alive():
-                worker.join(0.1)
+            while not finished.wait(0.1):
+                pass
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # we are stopping: a second Ctrl-C changes nothing
-        _stop(worker)
+        _stop(finished)
         raise
     if "failure" in done:
         raise done["failure"]  # type: ignore[misc]
@@ -100,12 +102,12 @@ def _clear(console) -> None:
         console.clear()
 
 
-def _stop(grading: threading.Thread, patience: float = 5.0) -> None:
+def _stop(finished: threading.Event, patience: float = 5.0) -> None:
     """Kill the grade's workers until it gives up: its lanes start a fresh worker for each check left."""
     deadline = time.monotonic() + patience
-    while grading.is_alive() and time.monotonic() < deadline:
+    while not finished.is_set() and time.monotonic() < deadline:
         stop_workers()
-        grading.join(0.02)
+        finished.wait(0.02)
     stop_workers()
 
 
