@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.record:
         model = Recorder(model, args.record)
+    # A replay expects stash as `workshop start` made it; whether it still is must be asked before the run changes it.
+    stale = isinstance(model, ScriptedModel) and cwd == WORKSPACE / "stash" and _stash_changed()
     agent = Agent(model, cwd, system=system_prompt(list(TOOLS)), max_turns=args.max_turns, display=display)
     try:
         answer = agent.run(args.task)
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             display.summary()
         return 0
     except OffScript as stop:
-        print(f"rover: {_off_script(stop, cwd)}", file=sys.stderr)
+        print(f"rover: {_off_script(stop, stale)}", file=sys.stderr)
         return 1
     except (ScriptError, TurnLimitReached) as stop:
         print(f"rover: {stop}", file=sys.stderr)
@@ -75,9 +77,9 @@ def _writable(option: str, path: str | None) -> None:
         raise Unusable(f"{option} {path}: the folder {Path(path).parent} does not exist; make it first, or save elsewhere.")
 
 
-def _off_script(stop: OffScript, cwd: Path) -> str:
+def _off_script(stop: OffScript, stale: bool) -> str:
     """Why a replay left its script, in one line: most often stash is no longer as the script found it."""
-    if cwd == WORKSPACE / "stash" and _stash_changed():
+    if stale:
         return (f"turn {stop.turn} expected {stop.expected!r} and did not see it: "
                 "stash has changed: `workshop reset stash`, or use `workshop demo`")
     first = next((line.strip() for line in stop.seen.splitlines() if line.strip()), "")
