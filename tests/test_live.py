@@ -263,4 +263,4 @@ def test_a_replay_through_unfinished_tools_says_the_tools_differ(workspace):
     git.save(root, "Start lesson 1")
     done = rover(root, "read it", "--model", "scripted:scenarios/lesson-1.json")
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-    assert "but they began 'The read tool is not written yet" in done.stderr and "your tools answer differently" in done.stderr
+    assert "but they began \"The read tool is not written yet" in done.stderr and "your tools answer differently" in done.stderr
