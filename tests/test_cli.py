@@ -227,3 +227,13 @@ def test_the_visible_workspace_tests_pass_when_solved_and_fail_on_the_stub(rende
     assert solved.returncode == 0, solved.stdout[-800:]
     stub = pytest_in(shutil.copytree(rendered(last), tmp_path / "stub"))
     assert stub.returncode == 1 and "test_write.py" in stub.stdout
+
+
+def test_the_workspace_readme_names_every_student_command(rendered):
+    commands = ["workshop lesson", "workshop check", "workshop watch", "workshop hint", "workshop status", "workshop solution",
+                "workshop reset stash", "workshop demo", "python -m rover"]
+    first = (rendered(1) / "README.md").read_text()
+    assert all(f"`{command}" in first for command in commands), [command for command in commands if f"`{command}" not in first]
+    assert "`workshop next`" in first and "the red ones are this lesson" in " ".join(first.split())
+    last = (rendered(len(kit.lessons()) - 1) / "README.md").read_text()
+    assert "`workshop next`" not in last, "no next at the last lesson"
