@@ -248,7 +248,7 @@ def test_the_transcript_shows_the_tools_own_words_and_diff_context(solved_rover,
     diff = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n def f():\n-    return 1\n+    return 2\n # end\n"
     transcript.tool({"name": "edit", "input": {"path": "x.py"}}, ToolResult(diff))
     shown = screen.getvalue()
-    assert "• Write a.txt: Wrote 4 characters to a.txt" in shown and "bytes" not in shown
+    assert "• Write: Wrote 4 characters to a.txt" in shown and "bytes" not in shown
     assert "   def f():" in shown and "   # end" in shown and "-    return 1" in shown
     rule = "=" * 50 + " 2 failed, 1 passed in 0.12s " + "=" * 50
     fitted = _fit_rule(rule, 118)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from grader.commands.screen import say
 from grader.course import kit
 from grader.errors import WorkshopError
 from grader.course.render import PRISTINE
@@ -35,7 +36,8 @@ def demo_command(lesson_id: str | None, tokens: bool) -> None:
     lesson = kit.lesson(number)
     with tempfile.TemporaryDirectory(prefix="workshop-demo-") as scratch:
         stash = Path(shutil.copytree(kit.root() / "stash", Path(scratch) / "stash", ignore=PRISTINE))
-        click.echo(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.\n")
+        say(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.")
+        click.echo()
         done = subprocess.run(
             [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash),
              *([] if tokens else ["--quiet-tokens"])],

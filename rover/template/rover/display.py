@@ -117,7 +117,9 @@ def _headline(name: str, args: dict, result: ToolResult) -> str:
         return f"Bash: {args.get('command', '')}"
     if name == "write" and not result.is_error:
         answer = next((line.strip() for line in result.text.splitlines() if line.strip()), "")
-        return f"Write {path}: {answer}" if answer else f"Write {path}"  # the tool's own words, whatever it counts
+        if not answer:
+            return f"Write {path}"
+        return f"Write: {answer}" if path in answer else f"Write {path}: {answer}"  # the tool's own words, whatever it counts
     label = {"ls": "List", "read": "Read", "edit": "Edit", "write": "Write"}.get(name, name)
     return f"{label} {path}"
 
