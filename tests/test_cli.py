@@ -163,6 +163,11 @@ def test_the_graders_root_cause_is_used_when_it_gives_one():
     assert root_cause(same) == "ImportError in rover/agent.py line 3: no"
     mixed = Grade(0, [Outcome(check, "error" if n else "failed", "ImportError in rover/agent.py line 3: no") for n, check in enumerate(checks)])
     assert root_cause(mixed) is None, "a failure of its own is not an import error"
+    syntax = "SyntaxError in rover/agent.py line 9: invalid syntax"
+    some_pass = Grade(0, [Outcome(check, "passed" if n < 2 else "error", syntax) for n, check in enumerate(checks)])
+    assert root_cause(some_pass) == syntax, "an import failure behind every failure is the cause even when some checks pass"
+    crash = Grade(0, [Outcome(check, "passed" if n < 2 else "error", "TypeError in rover/agent.py line 9: x") for n, check in enumerate(checks)])
+    assert root_cause(crash) is None, "a crash while running is the checks' own business"
     told = Grade(0, [Outcome(check, "error", f"crash {n}") for n, check in enumerate(checks)], root_cause='SyntaxError: "rover/tools/ls.py", line 7')
     assert root_cause(told).startswith("SyntaxError") and location(root_cause(told)) == ("rover/tools/ls.py", 7)
     assert "Next: fix rover/tools/ls.py line 7" in next_step(told)

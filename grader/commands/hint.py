@@ -49,7 +49,7 @@ def hint_command(check_id: str | None, level: int | None) -> None:
         result = grade(workspace)
         cause = root_cause(result)
         if cause:
-            say(f"No hint can help yet: rover does not import, so every check stops at: {cause}")
+            say(f"No hint can help yet: rover does not import, so the failing checks stop at: {cause}")
             code = source_line(cause, workspace.path)
             if code:
                 click.echo(code)

@@ -25,14 +25,25 @@ ID_WIDTH = 30  # longer check ids are cut; titles take what is left of the line
 NBSP = "\u00a0"
 
 
+IMPORT_FAILURES = ("SyntaxError", "IndentationError", "TabError", "ImportError", "ModuleNotFoundError")
+
+
 def root_cause(result: Grade) -> str | None:
-    """Why nothing could be graded: the grader's own finding, or every check erroring with one same message."""
+    """Why the failing checks could not run at all: the grader's own finding, or else every failing check
+    erroring with one same message (any message when nothing passed, an import failure when some did)."""
     if result.root_cause:
         return result.root_cause
-    messages = {outcome.message for outcome in result.outcomes}
-    if len(result.outcomes) > 1 and len(messages) == 1 and all(outcome.status == "error" for outcome in result.outcomes):
-        return messages.pop()
-    return None
+    failing = [outcome for outcome in result.outcomes if not outcome.passed]
+    messages = {outcome.message for outcome in failing}
+    if len(failing) < 2 or len(messages) != 1 or any(outcome.status != "error" for outcome in failing):
+        return None
+    message = messages.pop()
+    return message if len(failing) == len(result.outcomes) or message.startswith(IMPORT_FAILURES) else None
+
+
+def blocked(result: Grade) -> list[Outcome]:
+    """The outcomes the root cause stopped: every failing one."""
+    return [outcome for outcome in result.outcomes if not outcome.passed] if root_cause(result) else []
 
 
 def location(cause: str) -> tuple[str, int] | None:
@@ -64,7 +75,7 @@ def next_step(result: Grade, pending: bool = False) -> str:
     if cause:
         where = location(cause)
         spot = f"{where[0]} line {where[1]}" if where else "the error above"
-        return f"[red]{count}[/]\nNext: fix {spot}; every check stops there until it imports."
+        return f"[red]{count}[/]\nNext: fix {spot}; then the checks can run again."
     first = result.first_failure()
     if first is None and pending:
         return f"[green]All {passed} checks of lesson {result.lesson} pass.[/] Checking the earlier lessons…"
@@ -145,13 +156,17 @@ def _show_root_cause(console, result: Grade, cause: str, workspace: Path | None)
     from rich.padding import Padding
     from rich.text import Text
 
-    console.print(Text.assemble(("✗ ", "red"), ("rover does not import, so no check can run:", "bold")))
+    stopped = len(blocked(result))
+    how_many = "no check can run" if stopped == len(result.outcomes) else f"{stopped} of {len(result.outcomes)} checks cannot run"
+    console.print(Text.assemble(("✗ ", "red"), (f"rover does not import, so {how_many}:", "bold")))
     console.print(Padding(Text(cause), (0, 0, 0, 2), expand=False))
     code = source_line(cause, workspace)
     if code:
         console.print(Padding(Text(code, style="cyan"), (0, 0, 0, 2), expand=False), no_wrap=True, overflow="ellipsis")
-    console.print(Padding(Text(f"All {len(result.outcomes)} checks stopped at this one error; fix it and they run again. "
-                               "`python -c \"import rover.tools\"` shows the full traceback.", style="dim"), (0, 0, 0, 2), expand=False))
+    where = location(cause)
+    module = where[0].removesuffix(".py").replace("/", ".") if where and where[0].startswith("rover/") else "rover.tools"
+    console.print(Padding(Text(f"They all stop at this one error; fix it and they run again. "
+                               f"`python -c \"import {module}\"` shows the full traceback.", style="dim"), (0, 0, 0, 2), expand=False))
 
 
 def source_line(cause: str, workspace: Path | None = None) -> str | None:

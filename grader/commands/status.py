@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from grader.commands.screen import next_step, root_cause
+from grader.commands.screen import blocked, next_step, root_cause
 from grader.course import kit
 from grader.grading.grade import grade
 from grader.course.workspace import here
@@ -17,7 +17,7 @@ def status_command() -> None:
 
     workspace = here()
     result = grade(workspace)
-    blocked = root_cause(result) is not None  # nothing ran: no lesson is done or regressed, all wait on one fix
+    stopped = {outcome.check.id for outcome in blocked(result)}  # these never ran: not regressed, waiting on one fix
     table = Table(title=f"Rover workspace at {workspace.path}", title_justify="left")
     for column in ("lesson", "builds", "state", "checks"):
         table.add_column(column, no_wrap=column != "builds")
@@ -26,8 +26,8 @@ def status_command() -> None:
         passed = sum(outcome.passed for outcome in mine)
         if lesson.number > workspace.lesson:
             state, checks = "[dim]to come[/]", f"[dim]{len(lesson.checks)} checks[/]"
-        elif blocked:
-            state, checks = "[red]✗ not graded[/]", f"?/{len(mine)}"
+        elif any(outcome.check.id in stopped for outcome in mine):
+            state, checks = "[red]✗ not graded[/]", f"{passed}/{len(mine)}"
         else:
             done = passed == len(mine)
             state = ("[green]✓ done[/]" if done else "[yellow]in progress[/]") if lesson.number == workspace.lesson else (
@@ -37,6 +37,6 @@ def status_command() -> None:
         table.add_row(f"{marker}{lesson.id}", f"{lesson.title}", state, checks)
     console = Console(highlight=False)
     console.print(table)
-    if blocked:
+    if stopped:
         console.print(f"[red]✗ rover does not import:[/] {root_cause(result)}", markup=True, highlight=False)
     console.print(next_step(result))
