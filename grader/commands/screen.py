@@ -74,7 +74,7 @@ def next_step(result: Grade, pending: bool = False) -> str:
     count = f"{passed}/{len(result.outcomes)} checks pass."
     if cause:
         where = location(cause)
-        spot = f"{where[0]} line {where[1]}" if where else "the error above"
+        spot = _markup(f"{where[0]} line {where[1]}") if where else "the error above"
         return f"[red]{count}[/]\nNext: fix {spot}; then the checks can run again."
     first = result.first_failure()
     if first is None and pending:

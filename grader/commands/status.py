@@ -13,6 +13,7 @@ from grader.course.workspace import here
 def status_command() -> None:
     """Progress across all lessons: done, current, to come."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     workspace = here()
@@ -38,5 +39,5 @@ def status_command() -> None:
     console = Console(highlight=False)
     console.print(table)
     if stopped:
-        console.print(f"[red]✗ rover does not import:[/] {root_cause(result)}", markup=True, highlight=False)
+        console.print(f"[red]✗ rover does not import:[/] {escape(root_cause(result) or '')}")
     console.print(next_step(result))
