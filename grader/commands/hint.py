@@ -13,7 +13,7 @@ import click
 
 from grader.course import kit
 from grader.errors import WorkshopError
-from grader.commands.screen import root_cause, say, source_line
+from grader.commands.screen import root_cause, say, source_line, traceback_command
 from grader.grading.grade import checks_up_to, grade
 from grader.grading.runner import run_checks
 from grader.course.workspace import here
@@ -53,7 +53,7 @@ def hint_command(check_id: str | None, level: int | None) -> None:
             code = source_line(cause, workspace.path)
             if code:
                 click.echo(code)
-            say("Fix that line first (no hint level was used); `python -c \"import rover.tools\"` shows the whole traceback.")
+            say(f"Fix that line first (no hint level was used); {traceback_command(cause)} shows the whole traceback.")
             return
         first = result.first_failure()
         if first is None:

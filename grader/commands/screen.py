@@ -163,10 +163,15 @@ def _show_root_cause(console, result: Grade, cause: str, workspace: Path | None)
     code = source_line(cause, workspace)
     if code:
         console.print(Padding(Text(code, style="cyan"), (0, 0, 0, 2), expand=False), no_wrap=True, overflow="ellipsis")
+    console.print(Padding(Text(f"They all stop at this one error; fix it and they run again. "
+                               f"{traceback_command(cause)} shows the full traceback.", style="dim"), (0, 0, 0, 2), expand=False))
+
+
+def traceback_command(cause: str) -> str:
+    """The command that imports the module a cause names, so Python shows its own full traceback."""
     where = location(cause)
     module = where[0].removesuffix(".py").replace("/", ".") if where and where[0].startswith("rover/") else "rover.tools"
-    console.print(Padding(Text(f"They all stop at this one error; fix it and they run again. "
-                               f"`python -c \"import {module}\"` shows the full traceback.", style="dim"), (0, 0, 0, 2), expand=False))
+    return f'`python -c "import {module}"`'
 
 
 def source_line(cause: str, workspace: Path | None = None) -> str | None:
