@@ -15,9 +15,22 @@ from grader.commands.solution import solution_command
 from grader.commands.start import start_command
 from grader.commands.status import status_command
 from grader.commands.watch import watch_command
+from grader.errors import one_line_usage
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Workshop(click.Group):
+    """The group, with click's usage errors (in any subcommand) shown as one line."""
+
+    def make_context(self, *args, **kwargs) -> click.Context:
+        with one_line_usage():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context):
+        with one_line_usage():
+            return super().invoke(ctx)
+
+
+@click.group(cls=_Workshop, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="workshop-kit")
 def main() -> None:
     """Build Rover, a coding agent, one tool per lesson."""

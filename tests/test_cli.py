@@ -7,14 +7,20 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
 from click.testing import CliRunner
 
 from grader.course import kit
 from grader.cli import main
 
 
-def run(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+def run(*args: str, columns: int = 80):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False, env={"COLUMNS": str(columns)}, prog_name="workshop")
+
+
+def words(text: str) -> str:
+    """Text with its wrapping undone, to look for a sentence wherever the screen broke its lines."""
+    return " ".join(text.split())
 
 
 def test_start_renders_a_workspace_with_earlier_lessons_solved(tmp_path):
@@ -91,7 +97,111 @@ def test_check_table_names_the_failure_and_the_hint_command(workspace, monkeypat
     monkeypatch.chdir(workspace(1))
     result = run("check")
     assert result.exit_code == 1
-    assert "read.numbered" in result.output and "workshop hint read.numbered" in result.output
+    assert "read.numbered" in result.output and "workshop hint read.numbered" in result.output.splitlines()[-1]
+    assert "open rover/tools/read.py" in result.output, "a fresh lesson says which file is the student's to write"
+
+
+def test_check_shows_the_current_lesson_in_full_and_earlier_ones_in_a_line(workspace, monkeypatch):
+    monkeypatch.chdir(workspace(2))
+    result = run("check")
+    lines = result.output.splitlines()
+    assert "lessons 0-1: 20/20 ✓" in lines
+    rows = [line for line in lines if line.startswith(("  ✗ ", "  ✓ ", "  ⧗ "))]
+    assert [row.split()[1] for row in rows] == [check.id for check in kit.lesson(2).checks], "only lesson 2's checks have rows"
+    for check in kit.lesson(2).checks:
+        assert words(check.hints[0]) in words(result.output), f"{check.id}'s first hint is shown"
+    assert "more failing checks" not in result.output
+    assert max(len(line.rstrip()) for line in lines) <= 80, "nothing runs past 80 columns"
+    assert all(len(row) <= 80 for row in rows)
+
+
+def test_check_all_shows_every_row(workspace, monkeypatch):
+    monkeypatch.chdir(workspace(2))
+    rows = [line.split()[1] for line in run("check", "--all").output.splitlines() if line.startswith(("  ✗ ", "  ✓ "))]
+    assert rows == [check.id for number in range(3) for check in kit.lesson(number).checks]
+
+
+def test_a_regression_opens_its_lesson(workspace, monkeypatch):
+    root = workspace(2, solved=True)
+    read = root / "rover/tools/read.py"
+    read.write_text(read.read_text().replace(":>6}", ":>4}"))
+    monkeypatch.chdir(root)
+    result = run("check")
+    assert result.exit_code == 1
+    assert "lesson 0: 9/9 ✓" in result.output and "lesson 1 (read):" in result.output
+    assert "  ✗ read.numbered" in result.output and "  ✓ bash.output" in result.output
+    assert "regression" in words(result.output.split("\n\n")[-1])
+
+
+def test_a_syntax_error_is_shown_once_as_the_root_cause(workspace, monkeypatch):
+    root = workspace(2)
+    bash = root / "rover/tools/bash.py"
+    line = bash.read_text().count("\n") + 1
+    bash.write_text(bash.read_text() + "def oops(:\n")
+    monkeypatch.chdir(root)
+    result = run("check")
+    assert result.exit_code == 1
+    assert result.output.count(f"rover/tools/bash.py line {line}:") == 1, result.output
+    assert f"{line:>4} | def oops(:" in result.output, "the line of code itself is shown"
+    assert "✗ loop." not in result.output and "hint:" not in result.output
+    assert result.output.splitlines()[-1].startswith(f"Next: fix rover/tools/bash.py line {line}")
+    hint = run("hint")
+    assert hint.exit_code == 0 and f"rover/tools/bash.py line {line}" in hint.output and "def oops(:" in hint.output
+    assert not (root / ".git/workshop-hints.json").exists(), "no hint level is spent on it"
+    status = run("status", columns=120)
+    assert "not graded" in status.output and "regressed" not in status.output
+    assert f"fix rover/tools/bash.py line {line}" in status.output
+
+
+def test_the_graders_root_cause_is_used_when_it_gives_one():
+    from grader.commands.screen import location, next_step, root_cause
+    from grader.grading.grade import Grade
+    from grader.grading.runner import Outcome
+
+    checks = kit.lesson(0).checks
+    same = Grade(0, [Outcome(check, "error", "ImportError in rover/agent.py line 3: no") for check in checks])
+    assert root_cause(same) == "ImportError in rover/agent.py line 3: no"
+    mixed = Grade(0, [Outcome(check, "error" if n else "failed", "ImportError in rover/agent.py line 3: no") for n, check in enumerate(checks)])
+    assert root_cause(mixed) is None, "a failure of its own is not an import error"
+    syntax = "SyntaxError in rover/agent.py line 9: invalid syntax"
+    some_pass = Grade(0, [Outcome(check, "passed" if n < 2 else "error", syntax) for n, check in enumerate(checks)])
+    assert root_cause(some_pass) == syntax, "an import failure behind every failure is the cause even when some checks pass"
+    crash = Grade(0, [Outcome(check, "passed" if n < 2 else "error", "TypeError in rover/agent.py line 9: x") for n, check in enumerate(checks)])
+    assert root_cause(crash) is None, "a crash while running is the checks' own business"
+    told = Grade(0, [Outcome(check, "error", f"crash {n}") for n, check in enumerate(checks)], root_cause='SyntaxError: "rover/tools/ls.py", line 7')
+    assert root_cause(told).startswith("SyntaxError") and location(root_cause(told)) == ("rover/tools/ls.py", 7)
+    assert "Next: fix rover/tools/ls.py line 7" in next_step(told)
+
+
+def test_no_next_lesson_at_the_last_one():
+    from grader.commands.screen import next_step
+    from grader.grading.grade import Grade
+    from grader.grading.runner import Outcome
+
+    last = len(kit.lessons()) - 1
+    done = Grade(last, [Outcome(check, "passed") for number in range(last + 1) for check in kit.lesson(number).checks])
+    assert "last lesson" in next_step(done) and "workshop next" not in next_step(done)
+    before = Grade(last - 1, [Outcome(check, "passed") for number in range(last) for check in kit.lesson(number).checks])
+    assert "Ready for `workshop next`" in next_step(before)
+
+
+def test_report_paths_are_checked_before_grading(workspace, monkeypatch, tmp_path):
+    import grader.commands.check
+
+    monkeypatch.chdir(workspace(1))
+    monkeypatch.setattr(grader.commands.check, "grade", lambda *args: pytest.fail("graded before refusing"))
+    for option in ("--junit", "--gradescope"):
+        result = run("check", option, str(tmp_path / "no-such-folder" / "report"))
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        assert f"workshop: {option}" in result.output and "no-such-folder does not exist" in result.output
+
+
+@pytest.mark.parametrize("args", [["check", "--bogus"], ["chek"], ["start"], ["hint", "--level", "0"], ["dev", "check", "--lesson", "x"]])
+def test_usage_errors_are_one_line(args):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "Usage:" not in result.output, result.output
+    assert result.output.startswith("workshop") and "--help` lists what it takes" in result.output
 
 
 def test_check_outside_a_workspace_is_one_line(tmp_path, monkeypatch):
@@ -122,3 +232,13 @@ def test_the_visible_workspace_tests_pass_when_solved_and_fail_on_the_stub(rende
     assert solved.returncode == 0, solved.stdout[-800:]
     stub = pytest_in(shutil.copytree(rendered(last), tmp_path / "stub"))
     assert stub.returncode == 1 and "test_write.py" in stub.stdout
+
+
+def test_the_workspace_readme_names_every_student_command(rendered):
+    commands = ["workshop lesson", "workshop check", "workshop watch", "workshop hint", "workshop status", "workshop solution",
+                "workshop reset stash", "workshop demo", "python -m rover"]
+    first = (rendered(1) / "README.md").read_text()
+    assert all(f"`{command}" in first for command in commands), [command for command in commands if f"`{command}" not in first]
+    assert "`workshop next`" in first and "the red ones are this lesson" in " ".join(first.split())
+    last = (rendered(len(kit.lessons()) - 1) / "README.md").read_text()
+    assert "`workshop next`" not in last, "no next at the last lesson"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,95 @@ def test_ctrl_c_saves_the_transcript_and_stops_the_command(solved, tmp_path):
     except FileNotFoundError:
         state = "gone"
     assert state in ("gone", "Z"), "the command Rover was running should be killed with it"
+
+
+@pytest.mark.parametrize(("script", "problem"), [
+    ([], 'the top level should be an object holding a "turns" list'),
+    ({"turns": 5}, 'the top level should be an object holding a "turns" list'),
+    ({"turns": [{"content": "hello", "stop_reason": "end_turn"}]}, "turn 1: content should be a list of blocks"),
+    ({"turns": [{"content": [{"type": "text", "text": "hi"}], "stop_reason": 3}]}, "turn 1: stop_reason should be a string"),
+    ("{not json", "Expecting property name"),
+])
+def test_a_script_of_the_wrong_shape_is_one_line_exit_2(solved, tmp_path, script, problem):
+    path = tmp_path / "bad.json"
+    path.write_text(script if isinstance(script, str) else json.dumps(script))
+    done = rover(solved, "hi", "--model", f"scripted:{path}")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"rover: {path} is not a script (") and problem in done.stderr
+
+
+@pytest.mark.parametrize("option", ["--transcript", "--record"])
+def test_saving_into_a_missing_folder_is_refused_before_the_run(solved, tmp_path, option):
+    done = rover(solved, "list", "--model", "scripted:scenarios/lesson-0.json", option, str(tmp_path / "nowhere" / "t.json"))
+    assert done.returncode == 2 and done.stdout == "", "nothing ran"
+    assert done.stderr == f"rover: {option} {tmp_path / 'nowhere' / 't.json'}: the folder {tmp_path / 'nowhere'} does not exist; make it first, or save elsewhere.\n"
+
+
+@pytest.mark.parametrize("args", [["--max-turns", "0", "hi"], ["--max-turns", "-1", "hi"], ["--max-turns", "many", "hi"], [], ["hi", "--bogus"]])
+def test_usage_errors_are_one_line_exit_2(solved, args):
+    done = rover(solved, *args, "--model", "scripted:scenarios/lesson-0.json")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("rover: ") and done.stderr.count("\n") == 1 and "--help` lists the options" in done.stderr, done.stderr
+
+
+def test_rover_outside_a_workspace_says_where_to_go(solved, tmp_path):
+    elsewhere = rover(tmp_path, "hi")
+    assert elsewhere.returncode == 2 and elsewhere.stderr.count("\n") == 1
+    assert "not a Rover workspace" in elsewhere.stderr and "workshop start lesson-0" in elsewhere.stderr
+    inside = rover(solved / "stash", "hi")
+    assert inside.returncode == 2 and f"`cd {solved}`" in inside.stderr, inside.stderr
+
+
+def test_a_replay_on_a_changed_stash_says_so_in_one_line(solved):
+    from grader.course import git
+
+    git.run(solved, "init", "-q")
+    git.save(solved, "Start lesson 4")
+    with_pytest = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    first = rover(solved, "fix it", "--model", "scripted:scenarios/lesson-3.json", env=with_pytest)
+    assert first.returncode == 0, first.stderr
+    again = rover(solved, "fix it", "--model", "scripted:scenarios/lesson-3.json", env=with_pytest)
+    assert again.returncode == 1 and again.stderr.count("\n") == 1, again.stderr
+    assert again.stderr.endswith("stash has changed: `workshop reset stash`, or use `workshop demo`\n")
+
+
+def test_quiet_tokens_leaves_one_total_at_the_end(api, solved):
+    usage = {"input_tokens": 1200, "output_tokens": 40}
+    api.reply(READ_CALL, stop="tool_use", usage=usage)
+    api.reply({"type": "text", "text": "done"}, usage=usage)
+    done = rover(solved, "look", "--quiet-tokens", env=live_env(api))
+    assert done.returncode == 0, done.stderr
+    assert "tokens:" not in done.stdout
+    assert done.stdout.rstrip().splitlines()[-1].startswith("tokens over 2 replies: 2,480 ≈ $")
+
+
+def test_the_transcript_shows_the_tools_own_words_and_diff_context(solved_rover, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from rover.display import Transcript, _fit_rule
+    from rover.tools.result import ToolResult
+
+    screen = io.StringIO()
+    transcript = Transcript(Console(file=screen, width=120, highlight=False))
+    transcript.tool({"name": "write", "input": {"path": "a.txt", "content": "café"}}, ToolResult("Wrote 4 characters to a.txt"))
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n def f():\n-    return 1\n+    return 2\n # end\n"
+    transcript.tool({"name": "edit", "input": {"path": "x.py"}}, ToolResult(diff))
+    shown = screen.getvalue()
+    assert "• Write: Wrote 4 characters to a.txt" in shown and "bytes" not in shown
+    assert "   def f():" in shown and "   # end" in shown and "-    return 1" in shown
+    rule = "=" * 50 + " 2 failed, 1 passed in 0.12s " + "=" * 50
+    fitted = _fit_rule(rule, 118)
+    assert len(fitted) <= 118 and fitted.endswith("===") and " 2 failed, 1 passed in 0.12s " in fitted
+
+
+def test_a_replay_through_unfinished_tools_says_the_tools_differ(workspace):
+    from grader.course import git
+
+    root = workspace(1)
+    git.run(root, "init", "-q")
+    git.save(root, "Start lesson 1")
+    done = rover(root, "read it", "--model", "scripted:scenarios/lesson-1.json")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "but they began \"The read tool is not written yet" in done.stderr and "your tools answer differently" in done.stderr

@@ -14,8 +14,13 @@ from grader.cli import main
 from grader.course.workspace import Workspace
 
 
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+def run(*args: str, input: str | None = None, columns: int = 80):
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False, env={"COLUMNS": str(columns)})
+
+
+def words(text: str) -> str:
+    """Text with its wrapping undone."""
+    return " ".join(text.split())
 
 
 def git_log(folder) -> list[str]:
@@ -104,11 +109,28 @@ def test_status_shows_done_current_and_to_come(started):
 
 def test_hints_come_one_level_at_a_time(started):
     started(1)
-    first, second, third = run("hint").output, run("hint").output, run("hint").output
+    first, second, third = (words(run("hint").output) for _ in range(3))
     numbered = kit.lesson(1).checks[0]
-    assert first.startswith(f"{numbered.id}:") and f"Hint 1 of {len(numbered.hints)}: {numbered.hints[0]}" in first
-    assert "failing: " in first and "again for the next level" in first
-    assert f"Hint 2 of 2: {numbered.hints[1]}" in second and f"Hint 2 of 2" in third
+    assert first.startswith(f"{numbered.id}:") and f"Hint 1 of {len(numbered.hints)}: {words(numbered.hints[0])}" in first
+    assert "fails now: " in first and "again for the next level" in first
+    assert f"Hint 2 of 2: {words(numbered.hints[1])}" in second and "Hint 2 of 2" in third
+    assert "`workshop solution --force`" in second, "the last level says where to go from there"
+
+
+def test_hint_text_is_wrapped_at_words(started):
+    started(1)
+    output = run("hint", "read.numbered", "--level", "2", columns=50).output
+    assert max(len(line) for line in output.splitlines()) < 50
+    assert words(kit.lesson(1).checks[0].hints[1]) in words(output), "wrapping never splits a word"
+
+
+def test_a_named_hint_says_whether_the_check_fails_now(started):
+    root = started(1)
+    assert "fails now:" in run("hint", "read.missing").output
+    (root / "rover/tools/read.py").write_bytes(kit.lesson(1).solution.read_bytes())
+    assert "passes now" in run("hint", "read.missing").output
+    later = run("hint", "edit.diff")
+    assert "lesson 3" in later.output and "does not count yet" in words(later.output)
 
 
 def test_a_named_hint_and_a_level(started):
@@ -122,6 +144,9 @@ def test_a_named_hint_and_a_level(started):
 def test_no_hint_needed_when_all_pass(started):
     started(1, solved=True)
     assert "no hint needed" in run("hint").output
+    started(len(kit.lessons()) - 1, solved=True)
+    last = run("hint").output
+    assert "no hint needed" in last and "workshop next" not in last, "there is no next at the last lesson"
 
 
 def test_lesson_text_in_and_out_of_a_workspace(started, tmp_path, monkeypatch):
@@ -134,16 +159,56 @@ def test_lesson_text_in_and_out_of_a_workspace(started, tmp_path, monkeypatch):
     assert outside.exit_code == 2 and "workshop lesson 0" in outside.output
 
 
-def test_watch_grades_again_after_a_save(started, capsys):
-    from grader.commands.watch import watch
+def test_watch_grades_again_after_a_save(started, capsys, monkeypatch):
+    import grader.commands.watch as watching
 
     root = started(1)
+    monkeypatch.setattr(watching, "_clear", lambda console: console.print("<clear>"))
     saver = threading.Timer(1.5, lambda: (root / "rover/tools/read.py").write_text(kit.lesson(1).solution.read_text()))
     saver.start()
-    watch(Workspace.find(root), interval=0.1, rounds=2)
+    watching.watch(Workspace.find(root), interval=0.1, rounds=2)
     output = capsys.readouterr().out
     assert output.count("Watching rover/ for saves") == 2
-    assert "Hint:" in output and "All 20 checks pass" in output
+    second = output.split("Watching rover/ for saves")[1]
+    # the old screen stays until the new grade is in: the "grading" line comes before the screen is cleared
+    assert second.index("grading lesson 1…") < second.index("<clear>")
+    current_first, with_earlier = second.split("<clear>")[1:3]
+    assert "lesson 0: checking…" in current_first and "All 11 checks of lesson 1 pass" in current_first
+    assert "lesson 0: 9/9 ✓" in with_earlier and "All 20 checks pass" in with_earlier
+    assert "hint: " in output.split("Watching rover/ for saves")[0], "the first screen has the failures' hints"
+
+
+def test_ctrl_c_stops_watch_at_once_and_leaves_nothing_behind(started, tmp_path):
+    import os
+    import signal
+    import sys
+
+    root = started(1)
+    read = root / "rover/tools/read.py"
+    read.write_text(read.read_text().replace("def run(", "def run(*args, **kwargs):\n    while True:\n        pass\n\n\ndef _run(", 1))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    watcher = subprocess.Popen([sys.executable, "-m", "grader.cli", "watch"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "TMPDIR": str(scratch)})
+
+    def workers() -> list[str]:
+        return subprocess.run(["pgrep", "-f", f"grader.grading.worker {root}"], capture_output=True, text=True).stdout.split()
+
+    deadline = time.monotonic() + 30
+    while len(workers()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert workers(), "the grade should be running, stuck in the endless loop"
+    stopped = time.monotonic()
+    watcher.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    watcher.send_signal(signal.SIGINT)  # impatient: a second Ctrl-C
+    out, err = watcher.communicate(timeout=10)
+    assert time.monotonic() - stopped < 3, "Ctrl-C stops at once, not when the checks time out"
+    assert watcher.returncode == 0 and "Stopped watching." in out
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    time.sleep(0.3)
+    assert workers() == [], "no worker outlives the watch"
+    assert list(scratch.iterdir()) == [], "no scratch files are left behind"
 
 
 def test_reset_stash_and_a_tool_keep_the_old_version_in_git(started):
@@ -153,7 +218,7 @@ def test_reset_stash_and_a_tool_keep_the_old_version_in_git(started):
     assert (root / "stash/stash/extract.py").read_bytes() == (kit.root() / "stash/stash/extract.py").read_bytes()
     (root / "rover/tools/bash.py").write_text("# my attempt\n")
     asked = run("reset", "bash")
-    assert asked.exit_code == 2 and "--yes" in asked.output
+    assert asked.exit_code == 1 and "--yes" in asked.output, "no terminal to ask in is a no, not an error"
     assert (root / "rover/tools/bash.py").read_text() == "# my attempt\n", "without a yes, nothing changes"
     assert run("reset", "bash", "--yes").exit_code == 0
     assert "raise NotImplementedError" in (root / "rover/tools/bash.py").read_text(), "the current lesson's tool goes back to its stub"
@@ -161,6 +226,30 @@ def test_reset_stash_and_a_tool_keep_the_old_version_in_git(started):
     assert saved == "# my attempt\n"
     assert run("reset", "read", "--yes").exit_code == 0
     assert (root / "rover/tools/read.py").read_bytes() == kit.lesson(1).solution.read_bytes(), "an earlier tool goes back to solved"
+
+
+def test_reset_stash_leaves_the_students_tool_code_uncommitted(started):
+    root = started(2)
+    (root / "rover/tools/bash.py").write_text("# half done\n")
+    (root / "stash/stash/extract.py").write_text("changed by Rover\n")
+    assert run("reset", "stash").exit_code == 0
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout == " M rover/tools/bash.py\n"
+    touched = subprocess.run(["git", "log", "--name-only", "--format=", "-2"], cwd=root, capture_output=True, text=True).stdout.split()
+    assert touched == ["stash/stash/extract.py"] * 2, "only stash goes into the reset's commits"
+
+
+def test_answering_no_to_a_reset_is_not_an_error(started, monkeypatch):
+    import grader.commands.reset
+
+    root = started(1)
+    (root / "rover/tools/read.py").write_text("# mine\n")
+    monkeypatch.setattr(grader.commands.reset, "can_ask", lambda: True)
+    declined = run("reset", "read", input="n\n")
+    assert declined.exit_code == 1 and "Nothing reset" in declined.output
+    assert (root / "rover/tools/read.py").read_text() == "# mine\n"
+    agreed = run("reset", "read", input="y\n")
+    assert agreed.exit_code == 0 and "Rendering rover/tools/read.py" in agreed.stderr, "a slow step says what it is doing"
+    assert "NotImplementedError" in (root / "rover/tools/read.py").read_text()
 
 
 def test_reset_refuses_bad_input(started):
@@ -199,6 +288,8 @@ def test_demo_replays_through_the_students_tools_without_touching_stash(started)
     assert demo.returncode == 0, demo.stderr
     assert "• Read stash/extract.py (22 lines)" in demo.stdout and "• Edit stash/extract.py" in demo.stdout
     assert "1 failed, 1 passed" in demo.stdout
+    assert '       """Read a feed\'s date' in demo.stdout, "the diff keeps its context lines"
+    assert "tokens: " not in demo.stdout and "tokens over 4 replies" in demo.stdout, "one token total, for a projector"
     assert (root / "stash/stash/extract.py").read_bytes() == before
 
 
@@ -223,7 +314,8 @@ def test_next_without_the_template_version_leaves_the_workspace_as_it_was(starte
     (root / "rover/tools/read.py").write_text((root / "rover/tools/read.py").read_text() + "# mine\n")
     shutil.rmtree(location())  # as if the user's cache was wiped: the workspace's template commit is gone
     result = run("next")
-    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.exit_code == 2 and result.stdout == "" and result.stderr.splitlines()[-1].startswith("workshop: could not move")
+    assert "merging lesson 2" in result.stderr, "the slow step said what it was doing"
     assert "your workspace is as it was" in result.output
     assert Workspace.find(root).lesson == 1 and "# mine" in (root / "rover/tools/read.py").read_text()
     assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout == ""

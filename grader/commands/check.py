@@ -1,28 +1,37 @@
-"""`workshop check`: grade the workspace in the current directory."""
+"""`workshop check`: grade the workspace in the current directory (the screen itself is in screen.py)."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
 
 import click
 
-from grader.course import kit
-from grader.grading.grade import Grade, dumps, grade, workspace_for, written_atomically
+from grader.commands.screen import show
+from grader.errors import WorkshopError
+from grader.grading.grade import dumps, grade, workspace_for, written_atomically
 
-FAILURES_SHOWN = 3
-MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "error": "[red]✗ error[/]", "timeout": "[yellow]⧗ timeout[/]"}
+
+def _writable(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
+    """Refuse a report path that cannot be written before grading, not after (when the report would be lost)."""
+    if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK)):
+        raise WorkshopError(f"{param.opts[0]} {path}: the folder {path.parent} does not exist or is not writable; "
+                            f"make it first (`mkdir -p {path.parent}`) or write the report elsewhere")
+    return path
 
 
 @click.command("check")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write a JUnit XML report here.")
-@click.option("--gradescope", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Gradescope results.json here.")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), callback=_writable, help="Also write a JUnit XML report here.")
+@click.option("--gradescope", type=click.Path(dir_okay=False, path_type=Path), callback=_writable, help="Also write a Gradescope results.json here.")
 @click.option("--lesson", metavar="N", help="Grade as lesson N, whatever the workspace's answers file says (bulk grading, autograders).")
-def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, lesson: str | None) -> None:
+@click.option("--all", "everything", is_flag=True, help="Show every check of every lesson, not only the current lesson's.")
+def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, lesson: str | None, everything: bool) -> None:
     """Grade this workspace: every check of every lesson so far."""
+    workspace = workspace_for(lesson)
     try:
-        result = grade(workspace_for(lesson))
+        result = grade(workspace)
     except KeyboardInterrupt:  # the runner has already stopped its workers and removed its files
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo("workshop: interrupted; nothing was graded", err=True)
@@ -40,37 +49,5 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, le
     if as_json:
         click.echo(dumps(result))
     else:
-        show(result)
+        show(result, everything, workspace=workspace.path)
     sys.exit(0 if result.passed else 1)
-
-
-def show(result: Grade) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(highlight=False)
-    table = Table(title=f"Lesson {result.lesson}: {kit.lesson(result.lesson).title}", title_justify="left", expand=True)
-    table.add_column("lesson", justify="right", no_wrap=True)
-    table.add_column("check", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("hint, or what it checks", ratio=1)
-    for outcome in result.outcomes:
-        detail = outcome.check.title if outcome.passed else f"[yellow]hint:[/] {_escape(outcome.check.hints[0])}"
-        table.add_row(str(outcome.check.lesson), outcome.check.id, MARKS[outcome.status], detail)
-    console.print(table)
-    passed = sum(outcome.passed for outcome in result.outcomes)
-    failures = [outcome for outcome in result.outcomes if not outcome.passed]
-    for outcome in failures[:FAILURES_SHOWN]:
-        console.print(f"[red]✗ {outcome.check.id}[/] ({outcome.check.title}):\n  {_escape(outcome.message)}")
-    if len(failures) > FAILURES_SHOWN:
-        console.print(f"[dim]  ... and {len(failures) - FAILURES_SHOWN} more failing checks above.[/]")
-    if not failures:
-        console.print(f"[green]All {passed} checks pass.[/] Score {result.score}/{result.max_score}. Ready for `workshop next`.")
-    else:
-        console.print(f"\n{passed}/{len(result.outcomes)} checks pass. Stuck? `workshop hint {failures[0].check.id}`")
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from grader.commands.screen import say
 from grader.course import kit
 from grader.errors import WorkshopError
 from grader.course.render import PRISTINE
@@ -22,7 +23,8 @@ from grader.course.workspace import here
 
 @click.command("demo")
 @click.argument("lesson_id", required=False, metavar="[lesson-N]")
-def demo_command(lesson_id: str | None) -> None:
+@click.option("--tokens", is_flag=True, help="A token line after every reply, not only a total at the end.")
+def demo_command(lesson_id: str | None, tokens: bool) -> None:
     """Replay a lesson's scenario with your own tools and the live transcript."""
     workspace = here()
     try:
@@ -34,9 +36,11 @@ def demo_command(lesson_id: str | None) -> None:
     lesson = kit.lesson(number)
     with tempfile.TemporaryDirectory(prefix="workshop-demo-") as scratch:
         stash = Path(shutil.copytree(kit.root() / "stash", Path(scratch) / "stash", ignore=PRISTINE))
-        click.echo(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.\n")
+        say(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.")
+        click.echo()
         done = subprocess.run(
-            [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash)],
+            [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash),
+             *([] if tokens else ["--quiet-tokens"])],
             cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
         )
     sys.exit(done.returncode)

@@ -13,7 +13,9 @@ import click
 
 from grader.course import kit
 from grader.errors import WorkshopError
+from grader.commands.screen import root_cause, say, source_line, traceback_command
 from grader.grading.grade import checks_up_to, grade
+from grader.grading.runner import run_checks
 from grader.course.workspace import here
 
 
@@ -37,25 +39,42 @@ def next_level(workspace_path: Path, check_id: str, count: int) -> int:
 def hint_command(check_id: str | None, level: int | None) -> None:
     """A hint for the first failing check, or for CHECK; again for the next level."""
     workspace = here()
-    message = ""
     if check_id:
-        known = {check.id: check for check in checks_up_to(len(kit.lessons()) - 1)}
-        if check_id not in known:
-            close = difflib.get_close_matches(check_id, known, n=3)
-            raise WorkshopError(f"there is no check {check_id!r}" + (f"; did you mean {', '.join(close)}?" if close else "; `workshop check` lists them"))
-        check = known[check_id]
+        check = _known(check_id)
+        if check.lesson > workspace.lesson:
+            say(f"{check.id} is a check of lesson {check.lesson}; this workspace is at lesson {workspace.lesson}, so it does not count yet.")
+        outcome = run_checks(workspace.path, [check])[0]
+        state = "passes now" if outcome.passed else f"fails now: {outcome.message}"
     else:
-        first = grade(workspace).first_failure()
-        if first is None:
-            click.echo("Every check passes: no hint needed. Move on with `workshop next`.")
+        result = grade(workspace)
+        cause = root_cause(result)
+        if cause:
+            say(f"No hint can help yet: rover does not import, so the failing checks stop at: {cause}")
+            code = source_line(cause, workspace.path)
+            if code:
+                click.echo(code)
+            say(f"Fix that line first (no hint level was used); {traceback_command(cause)} shows the whole traceback.")
             return
-        check, message = first.check, first.message
+        first = result.first_failure()
+        if first is None:
+            say("Every check passes: no hint needed." + (" Move on with `workshop next`." if workspace.lesson + 1 < len(kit.lessons()) else ""))
+            return
+        check, state = first.check, f"fails now: {first.message}"
     if level is not None and level > len(check.hints):
         raise WorkshopError(f"{check.id} has {len(check.hints)} hint levels; ask for --level 1 to {len(check.hints)}")
     shown = level or next_level(workspace.path, check.id, len(check.hints))
-    click.echo(f"{check.id}: {check.title}")
-    if message:
-        click.echo(f"  failing: {message}")
-    click.echo(f"Hint {shown} of {len(check.hints)}: {check.hints[shown - 1]}")
+    say(f"{check.id}: {check.title}")
+    say(state, indent="  ")
+    say(f"Hint {shown} of {len(check.hints)}: {check.hints[shown - 1]}")
     if shown < len(check.hints):
-        click.echo(f"(Still stuck? `workshop hint {check.id}` again for the next level.)")
+        say(f"(Still stuck? `workshop hint {check.id}` again for the next level.)")
+    else:
+        say("(That was the last hint. To see a working version: `workshop solution --force`.)")
+
+
+def _known(check_id: str) -> kit.Check:
+    known = {check.id: check for check in checks_up_to(len(kit.lessons()) - 1)}
+    if check_id not in known:
+        close = difflib.get_close_matches(check_id, known, n=3)
+        raise WorkshopError(f"there is no check {check_id!r}" + (f"; did you mean {', '.join(close)}?" if close else "; `workshop check` lists them"))
+    return known[check_id]

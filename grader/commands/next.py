@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from grader.commands.screen import say
 from grader.course import git, kit
 from grader.errors import WorkshopError
 from grader.grading.grade import grade
@@ -24,6 +25,7 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
     if workspace.lesson + 1 >= len(kit.lessons()):
         raise WorkshopError(f"lesson-{workspace.lesson} is the last lesson; there is no next one. `workshop status` shows your progress.")
     if not force:
+        click.echo(f"Grading lesson {workspace.lesson} before moving on…", err=True)
         failing = [outcome for outcome in grade(workspace).outcomes if not outcome.passed]
         if failing:
             raise WorkshopError(
@@ -31,6 +33,7 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
                 "finish them (`workshop check`, `workshop hint`) or move on anyway with `workshop next --force`"
             )
     git.save(workspace.path, f"Work on lesson {workspace.lesson} (saved by workshop next)")
+    click.echo(f"Your work is committed; merging lesson {workspace.lesson + 1} into the workspace (a few seconds)…", err=True)
     try:
         _update(workspace.path, workspace.lesson + 1)
     except Exception as failure:  # copier or git said no: put the workspace back as it was saved
@@ -67,10 +70,10 @@ def next_command(force: bool) -> None:
     conflicts = move_on(workspace, force)
     lesson = kit.lesson(workspace.lesson + 1)
     if conflicts:
-        click.echo(
+        say(
             f"Moved to lesson {lesson.number}, but {len(conflicts)} file(s) mix your changes with the new lesson's and need you: "
             f"{', '.join(conflicts)}. Edit them (keep what you want between the <<<<<<< and >>>>>>> markers), then "
             "`git add -A && git commit`; or undo the move with `git reset --hard && git clean -fd`.", err=True)
         sys.exit(1)
-    click.echo(f"Lesson {lesson.number}: {lesson.title}. Your work came along (see `git log`). "
-               f"Next: `workshop lesson`, then `workshop check`.")
+    say(f"Lesson {lesson.number}: {lesson.title}. Your work came along (see `git log`). "
+        f"Next: `workshop lesson`, then `workshop check`.")

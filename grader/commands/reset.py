@@ -1,7 +1,8 @@
 """`workshop reset stash | TOOL | --all`: put things back as `workshop start` made them.
 
-Nothing is lost: the workspace is committed before anything is replaced, so `git log` and
-`git checkout` can bring any of it back.
+Nothing is lost: what is about to be replaced is committed first, so `git log` and `git checkout`
+can bring it back; and only that is committed, so a reset of stash never sweeps the student's
+unfinished tool code into a commit of its own.
 """
 from __future__ import annotations
 
@@ -25,23 +26,50 @@ def tool_files(lesson: int) -> dict[str, str]:
     return {**GIVEN, **{kit.lesson(number).tool: kit.lesson(number).file for number in range(lesson + 1)}}
 
 
-def reset_tool(workspace: Workspace, name: str) -> str:
+def tool_file(workspace: Workspace, name: str) -> str:
+    """The file of tool `name`, or the one-line refusal naming the tools there are."""
     files = tool_files(workspace.lesson)
     if name not in files:
         raise WorkshopError(f"there is no tool {name!r} in lesson-{workspace.lesson}; choose one of: stash, {', '.join(files)}")
-    git.save(workspace.path, f"Saved before workshop reset {name}")
-    (workspace.path / files[name]).write_bytes(pristine_file(workspace.lesson, files[name]))
-    git.save(workspace.path, f"Reset {files[name]}")
     return files[name]
 
 
+def reset_tool(workspace: Workspace, name: str) -> str:
+    file = tool_file(workspace, name)
+    click.echo(f"Rendering {file} as lesson {workspace.lesson} starts it…", err=True)
+    pristine = pristine_file(workspace.lesson, file)
+    save_only(workspace.path, file, f"Saved before workshop reset {name}")
+    (workspace.path / file).write_bytes(pristine)
+    save_only(workspace.path, file, f"Reset {file}")
+    return file
+
+
+def reset_stash(workspace: Workspace) -> None:
+    save_only(workspace.path, "stash", "Saved before workshop reset stash")
+    copy_stash(workspace.path)
+    save_only(workspace.path, "stash", "Reset stash")
+
+
+def save_only(folder: Path, path: str, message: str) -> None:
+    """Commit the changes under `path` alone, whatever else is changed or staged."""
+    git.run(folder, "add", "-A", "--", path)
+    if git.run(folder, "status", "--porcelain", "--", path):
+        git.run(folder, "commit", "-q", "--no-verify", "-m", message, "--", path)
+
+
 def reset_all(workspace: Workspace) -> None:
+    click.echo(f"Rendering lesson {workspace.lesson} as it starts…", err=True)
     git.save(workspace.path, "Saved before workshop reset --all")
     with tempfile.TemporaryDirectory(prefix="workshop-reset-") as scratch:
         fresh = render(workspace.lesson, Path(scratch) / "ws", workspace.solved)
         shutil.copytree(fresh, workspace.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("stash", ".copier-answers.yml"))
     copy_stash(workspace.path)
     git.save(workspace.path, f"Reset to the start of lesson {workspace.lesson}")
+
+
+def can_ask() -> bool:
+    """Whether there is a person at a terminal to answer a question."""
+    return sys.stdin.isatty()
 
 
 @click.command("reset")
@@ -54,14 +82,19 @@ def reset_command(what: str | None, everything: bool, yes: bool) -> None:
     if everything == bool(what):
         raise WorkshopError("say what to reset: `workshop reset stash`, `workshop reset TOOL` (e.g. read), or `workshop reset --all`")
     if what == "stash":
-        git.save(workspace.path, "Saved before workshop reset stash")
-        copy_stash(workspace.path)
-        git.save(workspace.path, "Reset stash")
-        click.echo("stash/ is pristine again (its earlier state is in git).")
+        reset_stash(workspace)
+        click.echo("stash/ is pristine again (its earlier state is in git: `git log -- stash`).")
         return
+    if what:
+        tool_file(workspace, what)  # an unknown tool is refused before anything is asked
     label = "every file of the lesson, and stash," if everything else f"the {what} tool"
-    if not yes and not (sys.stdin.isatty() and click.confirm(f"Reset {label} to how the lesson started? Your version stays in git", default=False)):
-        raise WorkshopError(f"nothing reset; run `workshop reset {'--all' if everything else what} --yes` to reset without asking")
+    again = f"`workshop reset {'--all' if everything else what} --yes`"
+    if not yes and not can_ask():
+        click.echo(f"Nothing reset: there is no terminal to ask in; {again} resets without asking.", err=True)
+        sys.exit(1)
+    if not yes and not click.confirm(f"Reset {label} to how the lesson started? Your version stays in git", default=False):
+        click.echo(f"Nothing reset. ({again} resets without asking.)", err=True)
+        sys.exit(1)
     if everything:
         reset_all(workspace)
         click.echo(f"Reset to the start of lesson {workspace.lesson}; `git log` has everything before.")

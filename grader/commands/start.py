@@ -15,6 +15,7 @@ def start_workspace(lesson: int, target: Path, solved: bool = False) -> Path:
     """Render the template for `lesson` into `target`, add stash, and make the first commit."""
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkshopError(f"{target} already exists and is not empty; pick a new folder, e.g. `workshop start lesson-{lesson} rover-{lesson}b`")
+    click.echo(f"Making the lesson-{lesson} workspace in {target}/…", err=True)
     try:
         render(lesson, target, solved)
         git.run(target, "init", "-q")

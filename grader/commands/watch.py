@@ -1,18 +1,33 @@
 """`workshop watch`: grade again every time a file under rover/ is saved, like rustlings' watch mode.
 
 Polling twice a second is enough to feel instant, and works on every filesystem (network
-homes and containers included), so there is no file-event dependency.
+homes and containers included), so there is no file-event dependency. The last result stays
+on screen while the next is graded, with a "grading…" line under it; the current lesson is
+graded first and shown at once, then the earlier lessons, for regressions.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Callable, Iterator, TypeVar
 
 import click
 
-from grader.commands.check import show
-from grader.grading.grade import grade
+from grader.commands.screen import root_cause, show
 from grader.course.workspace import Workspace, here
+from grader.grading.grade import Grade, checks_up_to, grade
+from grader.grading.runner import run_checks
+
+T = TypeVar("T")
+FOOTER = "Watching rover/ for saves. Ctrl-C to stop."
 
 
 def snapshot(folder: Path) -> dict[str, float]:
@@ -20,31 +35,107 @@ def snapshot(folder: Path) -> dict[str, float]:
     return {str(path): path.stat().st_mtime for path in folder.rglob("*.py") if "__pycache__" not in path.parts}
 
 
-def watch(workspace: Workspace, interval: float = 0.5, rounds: int | None = None) -> None:
+def watch(workspace: Workspace, interval: float = 0.5, rounds: int | None = None, console=None) -> None:
     """Re-grade whenever rover/ changes; `rounds` limits how many grades (for tests)."""
+    from rich.console import Console
+
+    console = console or Console(highlight=False)
     seen: dict[str, float] | None = None
     graded = 0
     while rounds is None or graded < rounds:
         current = snapshot(workspace.path / "rover")
-        if current != seen:
-            seen = current
-            click.clear()
-            result = grade(workspace)
-            show(result)
-            graded += 1
-            first = result.first_failure()
-            if first is not None:
-                click.echo(f"\nHint: {first.check.hints[0]}")
-            click.echo("\nWatching rover/ for saves. Ctrl-C to stop.")
-        else:
+        if current == seen:
             time.sleep(interval)
+            continue
+        seen = current
+        for result, pending in stages(workspace, console):
+            _clear(console)
+            show(result, pending=pending, workspace=workspace.path, console=console)
+        console.print(f"\n[dim]{FOOTER}[/]")
+        graded += 1
+
+
+def stages(workspace: Workspace, console) -> Iterator[tuple[Grade, bool]]:
+    """(grade, pending) twice: the current lesson alone first, then with the earlier lessons' checks."""
+    number = workspace.lesson
+    now = _waiting(console, f"grading lesson {number}…", lambda: grade(workspace, only=number))
+    if number == 0 or root_cause(now):
+        yield now, False
+        return
+    yield now, True
+    name = "lesson 0" if number == 1 else f"lessons 0-{number - 1}"
+    earlier = _waiting(console, f"checking {name} for regressions…",
+                       lambda: run_checks(workspace.path, checks_up_to(number - 1)))
+    yield Grade(number, earlier + now.outcomes, now.root_cause), False
+
+
+def _waiting(console, label: str, work: Callable[[], T]) -> T:
+    """Run `work` in the background under a spinner, so Ctrl-C is heard at once, not when grading ends."""
+    done: dict[str, object] = {}
+    finished = threading.Event()  # not Thread.join: on 3.11 a Ctrl-C inside join() marks a running thread stopped
+
+    def run() -> None:
+        try:
+            done["value"] = work()
+        except BaseException as failure:  # handed to the main thread below
+            done["failure"] = failure
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, daemon=True).start()  # its lanes inherit daemon: exit never waits on them
+    spinner = console.status(f"[dim]{label}[/]") if console.is_terminal else contextlib.nullcontext(console.print(f"[dim]{label}[/]"))
+    try:
+        with spinner:
+            while not finished.wait(0.1):
+                pass
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # we are stopping: a second Ctrl-C changes nothing
+        _stop(finished)
+        raise
+    if "failure" in done:
+        raise done["failure"]  # type: ignore[misc]
+    return done["value"]  # type: ignore[return-value]
+
+
+def _clear(console) -> None:
+    if console.is_terminal:
+        console.clear()
+
+
+def _stop(finished: threading.Event, patience: float = 5.0) -> None:
+    """Kill the grade's workers until it gives up: its lanes start a fresh worker for each check left."""
+    deadline = time.monotonic() + patience
+    while not finished.is_set() and time.monotonic() < deadline:
+        stop_workers()
+        finished.wait(0.02)
+    stop_workers()
+
+
+def stop_workers() -> None:
+    """End the grader's worker processes (each in a session of its own) now, not when their checks finish."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "grader.grading.worker"],
+                               capture_output=True, text=True, timeout=5).stdout
+        for pid in found.split():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(pid), signal.SIGKILL)
 
 
 @click.command("watch")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=0.5, show_default=True, help="Seconds between looks.")
 def watch_command(interval: float) -> None:
     """Re-run the check every time you save a file in rover/."""
+    workspace = here()
+    # The workers' scratch files go into one folder of ours, so a Ctrl-C that kills them mid-check leaves nothing behind.
+    scratch = tempfile.mkdtemp(prefix="workshop-watch-")
+    os.environ["TMPDIR"] = scratch
     try:
-        watch(here(), interval)
+        watch(workspace, interval)
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while stopping changes nothing
+        shutil.rmtree(scratch, ignore_errors=True)
         click.echo("\nStopped watching.")
+        sys.stdout.flush()
+        os._exit(0)  # at once: a grade still running in the background has nothing left to say
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -4,12 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 from rover.agent import Agent, TurnLimitReached
 from rover.display import Display, Silent, Transcript
-from rover.model import Model, Recorder, ScriptedModel, ScriptError
+from rover.model import Model, OffScript, Recorder, ScriptedModel, ScriptError
 from rover.prompt import system_prompt
 from rover.tools import TOOLS
 
@@ -23,21 +24,30 @@ class Unusable(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    display = Silent() if args.quiet else Transcript()
+    display = Silent() if args.quiet else Transcript(show_tokens=not args.quiet_tokens)
     try:
         cwd = _directory(args.cwd)
+        for option, path in (("--transcript", args.transcript), ("--record", args.record)):
+            _writable(option, path)  # now, not after the run, when the file would be lost
         model = _model(args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL, display)
     except Unusable as problem:
         print(f"rover: {problem}", file=sys.stderr)
         return 2
     if args.record:
         model = Recorder(model, args.record)
+    # A replay expects stash as `workshop start` made it; whether it still is must be asked before the run changes it.
+    stale = isinstance(model, ScriptedModel) and cwd == WORKSPACE / "stash" and _stash_changed()
     agent = Agent(model, cwd, system=system_prompt(list(TOOLS)), max_turns=args.max_turns, display=display)
     try:
         answer = agent.run(args.task)
         if args.quiet:
             print(answer)
+        else:
+            display.summary()
         return 0
+    except OffScript as stop:
+        print(f"rover: {_off_script(stop, stale)}", file=sys.stderr)
+        return 1
     except (ScriptError, TurnLimitReached) as stop:
         print(f"rover: {stop}", file=sys.stderr)
         return 1
@@ -60,6 +70,36 @@ def _directory(path: str) -> Path:
     if not cwd.is_dir():
         raise Unusable(f"--cwd {path} is not a directory; point it at the repo Rover should work on.")
     return cwd
+
+
+def _writable(option: str, path: str | None) -> None:
+    if path and not Path(path).resolve().parent.is_dir():
+        raise Unusable(f"{option} {path}: the folder {Path(path).parent} does not exist; make it first, or save elsewhere.")
+
+
+def _off_script(stop: OffScript, stale: bool) -> str:
+    """Why a replay left its script, in one line: most often stash is no longer as the script found it."""
+    if stale:
+        return (f"turn {stop.turn} expected {stop.expected!r} and did not see it: "
+                "stash has changed: `workshop reset stash`, or use `workshop demo`")
+    first = next((line.strip() for line in stop.seen.splitlines() if line.strip()), "")
+    return (f"turn {stop.turn} expected the tool results to contain {stop.expected!r}, but they began {first[:100]!r}: "
+            "your tools answer differently from the run the script recorded")
+
+
+def _stash_changed() -> bool:
+    """Whether stash/ differs from the workspace's first commit, uncommitted and new files included."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=WORKSPACE, capture_output=True, text=True)
+
+    try:
+        first = git("rev-list", "--max-parents=0", "HEAD").stdout.split()
+        if not first:
+            return False
+        return git("diff", "--quiet", first[-1], "--", "stash").returncode == 1 or bool(
+            git("ls-files", "--others", "--exclude-standard", "--", "stash").stdout.strip())
+    except OSError:  # no git: say nothing rather than guess
+        return False
 
 
 def _model(name: str, display: Display) -> Model:
@@ -89,15 +129,28 @@ def _api_failure(failure: Exception) -> str | None:
     return describe_failure(failure)
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        """A usage error in one line, as every other refusal here is."""
+        self.exit(2, f"rover: {message}; `python -m rover --help` lists the options\n")
+
+
+def _turns(text: str) -> int:
+    if not text.lstrip("+").isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"should be a whole number of model calls, 1 or more, not {text!r}")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m rover", description="Run Rover, a small coding agent.")
+    parser = _Parser(prog="python -m rover", description="Run Rover, a small coding agent.")
     parser.add_argument("task", help="what Rover should do, in plain words")
     parser.add_argument("--cwd", default=str(WORKSPACE / "stash"), help="the repo to work on (default: stash/ in this workspace)")
     parser.add_argument("--model", help=f"a model name, or scripted:FILE.json to replay a script (default: $ROVER_MODEL or {DEFAULT_MODEL})")
-    parser.add_argument("--max-turns", type=int, default=30, help="stop after this many model calls (default 30)")
+    parser.add_argument("--max-turns", type=_turns, default=30, help="stop after this many model calls (default 30)")
     parser.add_argument("--transcript", metavar="FILE", help="save the whole conversation as JSON, even when interrupted")
     parser.add_argument("--record", metavar="FILE", help="save the model's replies as a script that replays offline")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
+    parser.add_argument("--quiet-tokens", action="store_true", help="no token line after each reply; one summary at the end")
     return parser
 
 

@@ -5,6 +5,7 @@ so the loop stays free of printing.
 """
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 from rover.model import Reply
@@ -12,12 +13,14 @@ from rover.tools.result import ToolResult
 
 # Dollars per million tokens (Sonnet-class list prices), for a rough running cost.
 PRICES = {"input_tokens": 3.00, "output_tokens": 15.00, "cache_read_input_tokens": 0.30, "cache_creation_input_tokens": 3.75}
+DIFF_LINES = 40  # an edit's diff is shown whole up to this many lines (context included), then cut
 
 
 class Display(Protocol):
     def reply(self, reply: Reply) -> None: ...
     def tool(self, call: dict, result: ToolResult) -> None: ...
     def notice(self, text: str) -> None: ...
+    def summary(self) -> None: ...
 
 
 class Silent:
@@ -32,9 +35,12 @@ class Silent:
     def notice(self, text: str) -> None:
         pass
 
+    def summary(self) -> None:
+        pass
+
 
 class Transcript:
-    """The live transcript, drawn with rich."""
+    """The live transcript, drawn with rich. `show_tokens=False` keeps the token count to one line at the end."""
 
     def __init__(self, console=None, show_tokens: bool = True):
         from rich.console import Console
@@ -42,6 +48,7 @@ class Transcript:
         self.console = console or Console(highlight=False)
         self.show_tokens = show_tokens
         self.totals = dict.fromkeys(PRICES, 0)
+        self.turns = 0
 
     def reply(self, reply: Reply) -> None:
         for block in reply.content:
@@ -49,7 +56,7 @@ class Transcript:
                 self.console.print(block["text"].strip(), markup=False)
         if reply.stop_reason == "max_tokens":
             self.console.print("[yellow]! the reply hit max_tokens and was cut off[/]")
-        if self.show_tokens and reply.usage:
+        if reply.usage:
             self._tokens(reply.usage)
 
     def tool(self, call: dict, result: ToolResult) -> None:
@@ -67,25 +74,38 @@ class Transcript:
     def notice(self, text: str) -> None:
         self.console.print(f"[yellow]↻ {_escape(text)}[/]")
 
+    def summary(self) -> None:
+        """The whole run's tokens in one line, when the per-reply lines were left out."""
+        if self.turns and not self.show_tokens:
+            self.console.print(f"[dim]tokens over {self.turns} replies: {self._total()}[/]")
+
     def _tokens(self, usage: dict) -> None:
+        self.turns += 1
         for key in self.totals:
             self.totals[key] += usage.get(key) or 0
+        if self.show_tokens:
+            turn = f"in {usage.get('input_tokens', 0):,} · out {usage.get('output_tokens', 0):,} · cached {usage.get('cache_read_input_tokens') or 0:,}"
+            self.console.print(f"[dim]  tokens: {turn}   total {self._total()}[/]")
+
+    def _total(self) -> str:
         cost = sum(self.totals[key] * price for key, price in PRICES.items()) / 1_000_000
-        turn = f"in {usage.get('input_tokens', 0):,} · out {usage.get('output_tokens', 0):,} · cached {usage.get('cache_read_input_tokens') or 0:,}"
         total = self.totals["input_tokens"] + self.totals["output_tokens"] + self.totals["cache_read_input_tokens"]
-        self.console.print(f"[dim]  tokens: {turn}   total {total:,} ≈ ${cost:.4f}[/]")
+        return f"{total:,} ≈ ${cost:.4f}"
 
     def _dim(self, lines: list[str]) -> None:
+        width = self.console.width - 2
         for line in lines:
-            self.console.print(f"[dim]  {_escape(line)}[/]", no_wrap=True, overflow="ellipsis")
+            self.console.print(f"[dim]  {_escape(_fit_rule(line, width))}[/]", no_wrap=True, overflow="ellipsis")
 
     def _diff(self, text: str) -> None:
-        for line in text.splitlines():
-            if line.startswith(("+++", "---")):
-                continue
-            style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1])
+        """The edit's own diff: its context lines too, since they show where the change sits."""
+        lines = [line for line in text.splitlines() if not line.startswith(("+++", "---"))]
+        for line in lines[:DIFF_LINES]:
+            style = {"+": "green", "-": "red", "@": "cyan", " ": "dim"}.get(line[:1])
             if style:
-                self.console.print(f"  [{style}]{_escape(line)}[/]")
+                self.console.print(f"  [{style}]{_escape(line)}[/]", no_wrap=True, overflow="ellipsis")
+        if len(lines) > DIFF_LINES:
+            self.console.print(f"[dim]  … {len(lines) - DIFF_LINES} more diff lines[/]")
 
 
 def _headline(name: str, args: dict, result: ToolResult) -> str:
@@ -96,9 +116,22 @@ def _headline(name: str, args: dict, result: ToolResult) -> str:
     if name == "bash":
         return f"Bash: {args.get('command', '')}"
     if name == "write" and not result.is_error:
-        return f"Write {path} ({len(args.get('content', '').encode()):,} bytes)"
+        answer = next((line.strip() for line in result.text.splitlines() if line.strip()), "")
+        if not answer:
+            return f"Write {path}"
+        return f"Write: {answer}" if path in answer else f"Write {path}: {answer}"  # the tool's own words, whatever it counts
     label = {"ls": "List", "read": "Read", "edit": "Edit", "write": "Write"}.get(name, name)
     return f"{label} {path}"
+
+
+def _fit_rule(line: str, width: int) -> str:
+    """A rule line such as pytest's `==== 2 failed in 0.1s ====` shortened to fit, rather than cut off with '…'."""
+    rule = re.fullmatch(r"([=_*-])\1{3,}(.*?)\1{3,}", line)
+    if rule is None or len(line) <= width:
+        return line
+    middle = rule[2]
+    side = max(3, (width - len(middle)) // 2)
+    return rule[1] * side + middle + rule[1] * side
 
 
 def _escape(text: str) -> str:

@@ -29,6 +29,14 @@ class ScriptError(Exception):
     """The run left the script: it ran out of turns, or a result lacked what the script expected."""
 
 
+class OffScript(ScriptError):
+    """A tool result lacked the text the script expected: the tools, or the repo under them, changed."""
+
+    def __init__(self, turn: int, expected: str, seen: str):
+        super().__init__(f"turn {turn} expected the tool results to contain {expected!r}, but they were:\n{seen[:600]}")
+        self.turn, self.expected, self.seen = turn, expected, seen
+
+
 class ScriptedModel:
     """Replays the turns of a script, one per call, checking each turn's `expect` on the way.
 
@@ -43,7 +51,15 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        return cls(json.loads(Path(path).read_text(encoding="utf-8"))["turns"])
+        """Load a script; one of the wrong shape is a ValueError saying where, not a crash mid-run."""
+        script = json.loads(Path(path).read_text(encoding="utf-8"))
+        turns = script.get("turns") if isinstance(script, dict) else None
+        if not isinstance(turns, list):
+            raise ValueError('the top level should be an object holding a "turns" list')
+        for number, turn in enumerate(turns, 1):
+            if problem := _turn_problem(turn):
+                raise ValueError(f"turn {number}: {problem}")
+        return cls(turns)
 
     def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
         self.calls.append({"system": system, "messages": json.loads(json.dumps(messages)), "tools": tools})
@@ -56,12 +72,22 @@ class ScriptedModel:
         return Reply(turn["content"], turn.get("stop_reason", "end_turn"), turn.get("usage", {}))
 
 
+def _turn_problem(turn: object) -> str | None:
+    if not isinstance(turn, dict):
+        return "each turn should be an object with a content list"
+    content = turn.get("content")
+    if not isinstance(content, list) or not all(isinstance(block, dict) and isinstance(block.get("type"), str) for block in content):
+        return 'content should be a list of blocks such as {"type": "text", "text": "..."}'
+    wrong = [key for key in ("stop_reason", "expect") if key in turn and not isinstance(turn[key], str)]
+    return f"{wrong[0]} should be a string" if wrong else None
+
+
 def _check_expectation(expected: str, messages: list[dict], number: int) -> None:
     last = messages[-1]["content"] if messages else ""
     blocks = last if isinstance(last, list) else [{"type": "text", "text": last}]
     seen = "\n".join(str(block.get("content", block.get("text", ""))) for block in blocks)
     if expected not in seen:
-        raise ScriptError(f"turn {number} expected the tool results to contain {expected!r}, but they were:\n{seen[:600]}")
+        raise OffScript(number, expected, seen)
 
 
 class Recorder:
