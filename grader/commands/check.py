@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from grader.classroom.report import share_with_class
 from grader.course import kit
 from grader.grading.grade import Grade, dumps, grade
 from grader.course.workspace import here
@@ -21,6 +22,7 @@ MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "erro
 def check_command(as_json: bool, junit: Path | None, gradescope: Path | None) -> None:
     """Grade this workspace: every check of every lesson so far."""
     result = grade(here())
+    share_with_class(result)  # if this workspace joined a class board: posted in the background, never waited for
     if junit:
         from grader.grading.reports import write_junit
 
