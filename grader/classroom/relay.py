@@ -54,9 +54,9 @@ class Relay:
         try:
             upstream = await self.client.send(self.client.build_request("POST", "/v1/messages", content=body, headers=headers), stream=True)
         except httpx.TimeoutException:
-            return error(504, "timeout_error", f"the upstream API at {self.upstream} did not answer in time")
+            return error(504, "timeout_error", f"the upstream API at {self.upstream} did not answer in time", retry=True)
         except httpx.HTTPError as problem:
-            return error(502, "api_error", f"the relay could not reach the upstream API at {self.upstream} ({type(problem).__name__})")
+            return error(502, "api_error", f"the relay could not reach the upstream API at {self.upstream} ({type(problem).__name__})", retry=True)
         passed_back = {name: value for name, value in upstream.headers.items()
                        if name in PASSED_BACK or name.startswith("anthropic-ratelimit")}
         if upstream.status_code in (401, 403):
@@ -86,10 +86,10 @@ class Relay:
         self.store.add_usage(student, *usage)
 
 
-def error(status: int, kind: str, message: str) -> JSONResponse:
-    """An error in the Messages API's shape; only a 429 from upstream is worth a retry, so the rest say not to."""
+def error(status: int, kind: str, message: str, retry: bool = False) -> JSONResponse:
+    """An error in the Messages API's shape, saying whether the SDK's retries could help."""
     return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status_code=status,
-                        headers={"x-should-retry": "true" if status in (502, 504) else "false"})
+                        headers={"x-should-retry": "true" if retry else "false"})
 
 
 def _usage(content: bytes) -> tuple[int, int]:

@@ -68,21 +68,25 @@ def summary(result, seconds: float | None = None) -> dict:
     return report
 
 
-def share_with_class(result) -> None:
-    """Post this grade to the class board in the background, if this workspace joined one. Never raises, never waits."""
+def share_with_class(result) -> subprocess.Popen | None:
+    """Post this grade to the class board in the background, if this workspace joined one. Never raises, never waits.
+
+    Returns the poster process (tests wait on it; `workshop check` does not), or None when nothing was sent.
+    """
     try:
         from grader.course.workspace import Workspace
 
         found = joined(Workspace.find().path)
         if found is None:
-            return
+            return None
         job = {"url": found["url"], "code": found["code"], "token": found["token"], "report": summary(result, time.monotonic() - _STARTED)}
         poster = subprocess.Popen([sys.executable, "-m", "grader.classroom.report"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         poster.stdin.write(json.dumps(job).encode())  # a few KB: fits the pipe's buffer, so this never blocks
         poster.stdin.close()
+        return poster
     except Exception:  # the class is a bonus: nothing about it may cost the student their grade
-        return
+        return None
 
 
 def post(url: str, code: str, token: str, report: dict, timeout: float = TIMEOUT) -> int | None:

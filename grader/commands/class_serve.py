@@ -54,8 +54,11 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
     click.echo(f"Database:      {db.resolve()}   (Ctrl-C stops; serving again from it keeps the class)")
     try:
         serve(create_app(store, the_relay), sock)
+    except KeyboardInterrupt:
+        pass  # uvicorn has already shut down cleanly; Ctrl-C is the normal way to stop
     finally:
         store.close()
+    click.echo(f"Board stopped. `workshop class serve --db {db}` carries on with the same class.")
 
 
 def _reachable(host: str) -> str:
