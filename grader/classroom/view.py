@@ -42,8 +42,12 @@ def csv_text(students: list[Student], now: float | None = None) -> str:
 
 
 def ordered(students: list[Student], now: float) -> list[Student]:
-    """Stuck longest first: the rows an instructor should walk to are at the top."""
-    return sorted(students, key=lambda student: (-(student.stuck_for(now) or -1), student.lesson is None, student.name.casefold()))
+    """Stuck longest first (to the minute, then by name): the rows an instructor should walk to are at the top."""
+    def key(student: Student) -> tuple:
+        stuck = student.stuck_for(now)
+        return (1 if stuck is None else -(stuck // 60), student.lesson is None, student.name.casefold())
+
+    return sorted(students, key=key)
 
 
 def _failing_most(students: list[Student]) -> str:
@@ -52,7 +56,7 @@ def _failing_most(students: list[Student]) -> str:
         return '<p class="quiet">Nothing is failing.</p>'
     items = "".join(f'<li><span class="count">{count}</span> <code>{escape(check)}</code> {escape(_title(check))}</li>'
                     for check, count in counts.most_common(FAILING_SHOWN))
-    return f'<ol class="failing">{items}</ol>'
+    return f'<ul class="failing">{items}</ul>'
 
 
 def _lessons(students: list[Student]) -> str:
