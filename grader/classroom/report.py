@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -68,10 +69,10 @@ def summary(result, seconds: float | None = None) -> dict:
     return report
 
 
-def share_with_class(result) -> subprocess.Popen | None:
+def share_with_class(result) -> Posting | None:
     """Post this grade to the class board in the background, if this workspace joined one. Never raises, never waits.
 
-    Returns the poster process (tests wait on it; `workshop check` does not), or None when nothing was sent.
+    Returns the posting under way (tests wait on it; `workshop check` does not), or None when nothing is sent.
     """
     try:
         from grader.course.workspace import Workspace
@@ -79,14 +80,34 @@ def share_with_class(result) -> subprocess.Popen | None:
         found = joined(Workspace.find().path)
         if found is None:
             return None
-        job = {"url": found["url"], "code": found["code"], "token": found["token"], "report": summary(result, time.monotonic() - _STARTED)}
-        poster = subprocess.Popen([sys.executable, "-m", "grader.classroom.report"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
-        poster.stdin.write(json.dumps(job).encode())  # a few KB: fits the pipe's buffer, so this never blocks
-        poster.stdin.close()
-        return poster
+        posting = Posting({"url": found["url"], "code": found["code"], "token": found["token"],
+                           "report": summary(result, time.monotonic() - _STARTED)})
+        posting.start()
+        return posting
     except Exception:  # the class is a bonus: nothing about it may cost the student their grade
         return None
+
+
+class Posting(threading.Thread):
+    """Starts the detached poster off the main thread, so even the fork is done while the check prints its table."""
+
+    def __init__(self, job: dict):
+        super().__init__(name="class-board-post")
+        self.job, self.poster = job, None
+
+    def run(self) -> None:
+        try:
+            self.poster = subprocess.Popen([sys.executable, "-m", "grader.classroom.report"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+            self.poster.stdin.write(json.dumps(self.job).encode())  # a few KB: fits the pipe's buffer, so this never blocks
+            self.poster.stdin.close()
+        except Exception:
+            pass
+
+    def wait(self, timeout: float) -> int | None:
+        """The poster's exit status (0: the board stored it), or None if it never started."""
+        self.join(timeout)
+        return self.poster.wait(timeout) if self.poster else None
 
 
 def post(url: str, code: str, token: str, report: dict, timeout: float = TIMEOUT) -> int | None:

@@ -36,6 +36,9 @@ CREATE TABLE IF NOT EXISTS reports (
 """
 
 
+COLUMNS = "id, name, lesson, passed, total, failing, last_at, progress_at, tokens_in, tokens_out, requests"
+
+
 class NameTaken(ValueError):
     pass
 
@@ -106,10 +109,9 @@ class Store:
 
     def student_by_token(self, token: str) -> Student | None:
         with self._lock:
-            row = self._db.execute("SELECT id, token_hash FROM students WHERE token_hash = ?", (_digest(token),)).fetchone()
-            if row is None or not hmac.compare_digest(row[1], _digest(token)):
-                return None
-            return self._student(row[0])
+            digest = _digest(token)
+            row = self._db.execute(f"SELECT {COLUMNS}, token_hash FROM students WHERE token_hash = ?", (digest,)).fetchone()
+            return _row(row[:-1]) if row is not None and hmac.compare_digest(row[-1], digest) else None
 
     def record(self, student: Student, report: Report, now: float | None = None) -> bool:
         """Store one report; False (and nothing changed) when this report id was already stored for this student."""
@@ -123,7 +125,7 @@ class Store:
                     "INSERT OR IGNORE INTO reports (student_id, report_id, at, lesson, passed, score, max_score, seconds, checks)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (student.id, report.id, now, report.lesson, report.passed, report.score, report.max_score, report.seconds,
-                     json.dumps([check.model_dump(exclude_none=True) for check in report.checks])))
+                     report.model_dump_json(include={"checks"}, exclude_none=True)))
                 if cursor.rowcount == 0:
                     self._db.execute("ROLLBACK")
                     return False
@@ -146,8 +148,7 @@ class Store:
 
     def students(self) -> list[Student]:
         with self._lock:
-            ids = [row[0] for row in self._db.execute("SELECT id FROM students ORDER BY name")]
-            return [self._student(student_id) for student_id in ids]
+            return [_row(row) for row in self._db.execute(f"SELECT {COLUMNS} FROM students ORDER BY name")]
 
     def report_count(self) -> int:
         with self._lock:
@@ -159,15 +160,16 @@ class Store:
             return self._db.execute("SELECT s.name, r.report_id FROM reports r JOIN students s ON s.id = r.student_id").fetchall()
 
     def _student(self, student_id: int) -> Student:
-        row = self._db.execute(
-            "SELECT id, name, lesson, passed, total, failing, last_at, progress_at, tokens_in, tokens_out, requests"
-            " FROM students WHERE id = ?", (student_id,)).fetchone()
-        return Student(row[0], row[1], row[2], row[3] or 0, row[4] or 0, tuple(json.loads(row[5])), *row[6:])
+        return _row(self._db.execute(f"SELECT {COLUMNS} FROM students WHERE id = ?", (student_id,)).fetchone())
 
     def _meta(self, key: str, make) -> str:
         with self._lock:
             self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, make()))
             return self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
+
+
+def _row(row: tuple) -> Student:
+    return Student(row[0], row[1], row[2], row[3] or 0, row[4] or 0, tuple(json.loads(row[5])), *row[6:])
 
 
 def _digest(token: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -52,6 +53,7 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
     if relay:
         click.echo(f"Relay:         on, forwarding to {upstream}, {budget:,} tokens per student")
     click.echo(f"Database:      {db.resolve()}   (Ctrl-C stops; serving again from it keeps the class)")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # uvicorn re-sends the signal after shutting down: end as Ctrl-C does
     try:
         serve(create_app(store, the_relay), sock)
     except KeyboardInterrupt:
