@@ -40,8 +40,10 @@ class CountingBoardReads:
 
 def chromium(tmp_path: Path, *args: str) -> str:
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    browser = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    (profile / "home").mkdir(parents=True)
+    home = {name: str(profile / "home") for name in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}  # nothing written outside
+    browser = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile / 'data'}", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, start_new_session=True, env={**os.environ, **home})
     try:
         out, _ = browser.communicate(timeout=90)
     finally:
