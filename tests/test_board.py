@@ -246,3 +246,11 @@ def test_serve_refuses_a_relay_without_a_key_and_a_busy_port(tmp_path, monkeypat
     finally:
         busy.close()
     assert done.exit_code == 2 and "choose another --port" in done.output
+
+
+def test_serve_refuses_a_file_that_is_not_a_class_database(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database, just notes " * 100)
+    done = CliRunner().invoke(main, ["class", "serve", "--port", "0", "--db", str(notes)])
+    assert done.exit_code == 2 and "is not a class database" in done.output and "Traceback" not in done.output
+    assert notes.read_text().startswith("not a database")

@@ -26,7 +26,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def serve(app, sock: socket.socket, log_level: str = "warning") -> None:
     """Run until Ctrl-C (uvicorn handles the signal and shuts down cleanly)."""
-    uvicorn.Server(uvicorn.Config(app, log_level=log_level, backlog=2048)).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])
 
 
 @contextmanager
