@@ -149,3 +149,29 @@ def test_not_joined_the_check_path_imports_no_http_client(tmp_path):
              "share_with_class(None); print(sorted(m for m in ('httpx', 'fastapi', 'uvicorn', 'urllib.request') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_summary_of_every_check_of_every_lesson_is_a_report_the_board_accepts():
+    from dataclasses import dataclass
+
+    from grader.classroom.payloads import Report
+    from grader.classroom.report import summary
+
+    @dataclass(frozen=True)
+    class Timed:  # an outcome that carries its wall time, as the runner's will
+        check: kit.Check
+        status: str
+        seconds: float
+
+        @property
+        def passed(self) -> bool:
+            return self.status == "passed"
+
+    last = len(kit.lessons()) - 1
+    result = Grade(last, [Timed(check, "timeout", 0.5) for number in range(last + 1) for check in kit.lesson(number).checks])
+    sent = summary(result, seconds=1.25)
+    accepted = Report.model_validate(sent)
+    assert len(accepted.checks) == len(result.outcomes) and {check.seconds for check in accepted.checks} == {0.5}
+    assert accepted.seconds == 1.25 and accepted.lesson == last and not accepted.passed
+    assert set(sent) == {"id", "lesson", "passed", "score", "max_score", "seconds", "checks"}  # no messages, no hints, no code
+    assert len(json.dumps(sent)) < 64 * 1024
