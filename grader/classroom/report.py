@@ -16,6 +16,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the poster process runs this module and needs nothing of the grader
+    from grader.grading.grade import Grade
 
 CLASS_FILE = "workshop-class.json"
 TIMEOUT = 1.0
@@ -53,7 +57,7 @@ def forget(workspace: Path) -> bool:
     return True
 
 
-def summary(result, seconds: float | None = None) -> dict:
+def summary(result: Grade, seconds: float | None = None) -> dict:
     """What the board gets from a Grade: lesson, score, each check's status and time. No messages, no code."""
     checks = []
     for outcome in result.outcomes[:MAX_CHECKS]:
@@ -69,7 +73,7 @@ def summary(result, seconds: float | None = None) -> dict:
     return report
 
 
-def share_with_class(result) -> Posting | None:
+def share_with_class(result: Grade) -> Posting | None:
     """Post this grade to the class board in the background, if this workspace joined one. Never raises, never waits.
 
     Returns the posting under way (tests wait on it; `workshop check` does not), or None when nothing is sent.

@@ -129,9 +129,9 @@ class Store:
                 if cursor.rowcount == 0:
                     self._db.execute("ROLLBACK")
                     return False
-                lesson, best, progress_at = self._db.execute(
+                lesson, passed_before, progress_at = self._db.execute(
                     "SELECT lesson, passed, progress_at FROM students WHERE id = ?", (student.id,)).fetchone()
-                moved = lesson is None or report.lesson != lesson or passed > (best or 0)
+                moved = lesson is None or report.lesson != lesson or passed > (passed_before or 0)  # a step forward restarts "stuck for"
                 self._db.execute(
                     "UPDATE students SET lesson = ?, passed = ?, total = ?, failing = ?, last_at = ?, progress_at = ? WHERE id = ?",
                     (report.lesson, passed, len(report.checks), json.dumps(failing), now, now if moved else progress_at, student.id))
