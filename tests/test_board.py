@@ -254,3 +254,17 @@ def test_serve_refuses_a_file_that_is_not_a_class_database(tmp_path):
     done = CliRunner().invoke(main, ["class", "serve", "--port", "0", "--db", str(notes)])
     assert done.exit_code == 2 and "is not a class database" in done.output and "Traceback" not in done.output
     assert notes.read_text().startswith("not a database")
+
+
+def test_the_join_line_names_an_address_students_can_reach():
+    from grader.commands.class_serve import _reachable
+
+    assert _reachable("127.0.0.1") == "127.0.0.1" and _reachable("::1") == "[::1]"
+    assert _reachable("0.0.0.0") not in ("", "0.0.0.0")  # listening everywhere: this machine's own address instead
+
+
+def test_a_full_class_refuses_one_more(client, store, monkeypatch):
+    monkeypatch.setattr("grader.classroom.store.MAX_STUDENTS", 2)
+    join(client, store, "Ada"), join(client, store, "Bob")
+    full = client.post("/api/join", json={"name": "Cy"}, headers={"X-Class-Code": store.code})
+    assert full.status_code == 403 and "full" in full.json()["error"] and len(store.students()) == 2

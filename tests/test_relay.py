@@ -199,6 +199,23 @@ def test_rover_uses_the_class_relay_when_no_key_is_set(store, upstream, workspac
         (folder / ".git" / "workshop-class.json").write_text(json.dumps({"url": url, "code": store.code, "name": "Ada", "token": token, "relay": True}))
         env = {key: value for key, value in os.environ.items() if not key.startswith("ANTHROPIC_")}
         done = subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet"], cwd=folder, env=env, capture_output=True, text=True, timeout=60)
+        own = {**env, "ANTHROPIC_API_KEY": "sk-students-own", "ANTHROPIC_BASE_URL": upstream.url}
+        mine = subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet"], cwd=folder, env=own, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "hello from upstream"
-    assert upstream.seen[0]["key"] == INSTRUCTOR_KEY and store.students()[0].requests == 1
+    assert upstream.seen[0]["key"] == INSTRUCTOR_KEY
+    assert mine.returncode == 0 and upstream.seen[1]["key"] == "sk-students-own"  # a key of one's own wins over the class's
+    assert store.students()[0].requests == 1
+
+
+def test_an_oversized_request_is_refused_before_it_is_read(store):
+    from fastapi.testclient import TestClient
+
+    from grader.classroom.relay import MAX_REQUEST
+
+    _, token = store.join("Ada")
+    with TestClient(create_app(store, Relay(store, INSTRUCTOR_KEY, 10_000, "http://127.0.0.1:9"))) as client:
+        answer = client.post("/v1/messages", content=b"x" * (MAX_REQUEST + 1), headers={"x-api-key": token})
+        broken = client.post("/v1/messages", content=b"[1, 2]", headers={"x-api-key": token})
+    assert answer.status_code == 413 and answer.json()["error"]["type"] == "request_too_large"
+    assert broken.status_code == 400 and "not a JSON object" in broken.json()["error"]["message"]
