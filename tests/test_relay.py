@@ -35,7 +35,9 @@ class FakeUpstream:
 
     async def messages(self, request: Request):
         body = await request.json()
-        self.seen.append({"key": request.headers.get("x-api-key"), "version": request.headers.get("anthropic-version"), "body": body})
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        self.seen.append({"key": request.headers.get("x-api-key") or bearer, "header": "x-api-key" if request.headers.get("x-api-key") else "authorization",
+                          "version": request.headers.get("anthropic-version"), "headers": dict(request.headers), "body": body})
         model = body["model"]
         if model == "busy":
             return JSONResponse({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, 429, headers={"retry-after": "7"})
@@ -105,6 +107,7 @@ def test_a_student_token_gets_an_answer_and_the_key_stays_with_the_instructor(st
     assert reply.content[0].text == "hello from upstream"
     assert upstream.seen[0]["key"] == INSTRUCTOR_KEY and upstream.seen[0]["version"]  # the SDK's own version, passed on
     assert upstream.seen[0]["body"]["messages"] == [{"role": "user", "content": "hi"}]
+    assert token not in json.dumps(upstream.seen[0]["headers"])  # the class token stops at the relay
     assert (store.students()[0].tokens_in, store.students()[0].tokens_out, store.students()[0].requests) == (120, 30, 1)
     assert "<th>tokens used</th>" in board and "150 / 10,000" in board
 
@@ -142,6 +145,7 @@ def test_upstream_refusing_the_instructors_key_says_whose_key_it_is(store, upstr
     with relayed(store, upstream.url) as url:
         answer = httpx.post(f"{url}/v1/messages", json={"model": "wrong-key"}, headers={"x-api-key": token})
     assert answer.status_code == 502 and answer.headers["x-should-retry"] == "false"
+    assert (upstream.seen[0]["key"], upstream.seen[0]["header"]) == (INSTRUCTOR_KEY, "x-api-key")  # sent the way the token came
     assert upstream.seen[0]["version"] == "2023-06-01"  # a client that sends none gets the relay's default
     assert "refused the instructor's key (401)" in answer.json()["error"]["message"]
 

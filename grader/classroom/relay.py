@@ -1,6 +1,6 @@
 """The relay: `/v1/messages` for students' Rovers, forwarded upstream with the instructor's key.
 
-A student's class token stands in for an API key (the SDK sends it as `x-api-key`); the relay
+A student's class token stands in for an API key (sent as `x-api-key` or `Authorization: Bearer`); the relay
 swaps it for the real key, which never leaves the instructor's machine, and counts each
 student's tokens against the budget. Errors come back in the Messages API's own error shape, so
 Rover's usual one-line messages apply; the ones retrying cannot fix say so (`x-should-retry`).
@@ -47,7 +47,9 @@ class Relay:
             streaming = json.loads(body).get("stream") is True
         except (ValueError, AttributeError):
             return error(400, "invalid_request_error", "the request body is not a JSON object")
-        headers = {"x-api-key": self.api_key, "content-type": "application/json", "accept-encoding": "identity",
+        # The real key goes upstream the way the student's client sent its token: the SDK's own choice of header.
+        auth = {"x-api-key": self.api_key} if request.headers.get("x-api-key") else {"authorization": f"Bearer {self.api_key}"}
+        headers = {**auth, "content-type": "application/json", "accept-encoding": "identity",
                    "anthropic-version": request.headers.get("anthropic-version", "2023-06-01")}
         if beta := request.headers.get("anthropic-beta"):
             headers["anthropic-beta"] = beta
