@@ -87,7 +87,8 @@ def _table(students: list[Student], now: float, budget: int | None) -> str:
                  " ".join(f"<code>{escape(check)}</code>" for check in student.failing[:3]) + (" …" if len(student.failing) > 3 else "")]
         if budget is not None:
             cells.append(f"{student.tokens:,} / {budget:,}")
-        rows.append(f'<tr class="{state}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+        rows.append(f'<tr class="{state}">' + "".join(f'<td class="checks">{cell}</td>' if index == 5 else f"<td>{cell}</td>"
+                                                      for index, cell in enumerate(cells)) + "</tr>")
     return f'<table class="students"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
