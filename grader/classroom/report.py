@@ -1,7 +1,7 @@
 """The student's side of the class: which class this workspace joined, and posting each check to its board.
 
 `workshop join` writes `.git/workshop-class.json` (inside .git, so it is never committed); from then on
-`workshop check` hands its summary to a detached `python -m grader.classroom.report`, which posts it
+`workshop check` hands its summary to this file run as a detached script, which posts it
 with a 1-second timeout. Grading never waits for the post and never fails because of it: a board
 that is down or unreachable costs the check only the start of that process. Only the standard
 library is imported here, so a workspace that never joined pays nothing for this module.
@@ -101,8 +101,10 @@ class Posting(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.poster = subprocess.Popen([sys.executable, "-m", "grader.classroom.report"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+            # This very file as a script, isolated: the poster needs only the standard library, so it neither imports
+            # the kit nor anything a `grader/` folder in the student's directory could put first on the path.
+            self.poster = subprocess.Popen([sys.executable, "-I", "-S", str(Path(__file__).resolve())], stdin=subprocess.PIPE,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
             self.poster.stdin.write(json.dumps(self.job).encode())  # a few KB: fits the pipe's buffer, so this never blocks
             self.poster.stdin.close()
         except Exception:
