@@ -22,9 +22,9 @@ PASSED_BACK = ("content-type", "request-id", "retry-after", "x-should-retry")
 
 
 class Relay:
-    def __init__(self, store: Store, api_key: str, budget: int, upstream: str = ANTHROPIC, transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(self, store: Store, api_key: str, budget: int, upstream: str = ANTHROPIC):
         self.store, self.api_key, self.budget, self.upstream = store, api_key, budget, upstream.rstrip("/")
-        self.client = httpx.AsyncClient(base_url=self.upstream, transport=transport, timeout=httpx.Timeout(600, connect=10),
+        self.client = httpx.AsyncClient(base_url=self.upstream, timeout=httpx.Timeout(600, connect=10),
                                         limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
 
     async def close(self) -> None:
