@@ -8,6 +8,7 @@ from grader.commands.classroom import class_group
 from grader.commands.demo import demo_command
 from grader.commands.dev import dev_group
 from grader.commands.hint import hint_command
+from grader.commands.join import join_command, leave_command
 from grader.commands.lesson import lesson_command
 from grader.commands.next import next_command
 from grader.commands.reset import reset_command
@@ -39,6 +40,8 @@ def main() -> None:
 for command in (start_command, check_command, next_command, status_command, hint_command, lesson_command,
                 watch_command, reset_command, solution_command, demo_command, dev_group, class_group):
     main.add_command(command)
+main.add_command(join_command)
+main.add_command(leave_command)
 
 
 if __name__ == "__main__":

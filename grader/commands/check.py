@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from grader.classroom.report import share_with_class
 from grader.commands.screen import show
 from grader.errors import WorkshopError
 from grader.grading.grade import dumps, grade, workspace_for, written_atomically
@@ -36,6 +37,7 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, le
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo("workshop: interrupted; nothing was graded", err=True)
         sys.exit(130)
+    share_with_class(result)  # if this workspace joined a class board: posted in the background, never waited for
     if junit:
         from grader.grading.reports import write_junit
 

@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import click
 
+from grader.commands.class_serve import serve_command
+
 
 @click.group("class")
 def class_group() -> None:
     """For instructors: the class board and relay, grading many workspaces, autograders."""
+
+
+class_group.add_command(serve_command)

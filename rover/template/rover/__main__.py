@@ -111,7 +111,7 @@ def _model(name: str, display: Display) -> Model:
             return ScriptedModel.from_file(path)
         except (ValueError, KeyError) as problem:
             raise Unusable(f"{path} is not a script ({problem}); it should be JSON like {{\"turns\": [...]}}.") from None
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN") or _use_class_relay()):
         raise Unusable(
             "no model to talk to: set ANTHROPIC_API_KEY (with ANTHROPIC_BASE_URL for a compatible or local server), "
             "or replay a script offline with --model scripted:FILE.json."
@@ -119,6 +119,18 @@ def _model(name: str, display: Display) -> Model:
     from rover.live import AnthropicModel  # the SDK takes a second to load: only live runs pay for it
 
     return AnthropicModel(name, on_retry=display.notice)
+
+
+def _use_class_relay() -> bool:
+    """After `workshop join` to a class with a relay, the class token stands in for an API key."""
+    try:
+        joined = json.loads((WORKSPACE / ".git" / "workshop-class.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not (isinstance(joined, dict) and joined.get("relay") and joined.get("token") and joined.get("url")):
+        return False
+    os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"] = joined["url"], joined["token"]
+    return True
 
 
 def _api_failure(failure: Exception) -> str | None:

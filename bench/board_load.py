@@ -1,0 +1,263 @@
+"""The class board under a class's load, what the post costs `workshop check`, and the relay side by side.
+
+    python bench/board_load.py [--students 100] [--interval 2] [--duration 60] [--check-runs 5]
+
+1. `workshop class serve` in its own process on 127.0.0.1; N students join, then each posts a
+   lesson-4 summary every INTERVAL seconds for DURATION seconds (and re-sends its first post once,
+   as a retry would), while the instructor's page polls the board. Prints post latency (p50, p99,
+   max; target p99 < 100 ms), the server's CPU, and compares what was stored with what was sent:
+   no post lost, none stored twice.
+2. `workshop check --json` in a lesson-1 workspace: not joined, joined with the board down, with a
+   board that accepts and never answers, and with the board up (median wall time of each).
+3. 20 concurrent requests through the relay to a fake upstream that takes 0.5 s each.
+Bounded: N x DURATION/INTERVAL posts, the whole load phase capped at DURATION + 60 s; loopback only.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from grader.course import kit
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def start_board(db: Path) -> tuple[subprocess.Popen, str, str, str]:
+    server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(db)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first, second = server.stdout.readline().split(), server.stdout.readline().split()
+    base, token = first[2].split("/?token=")
+    return server, base, second[2], token
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def summary_payload() -> dict:
+    checks = [{"id": check.id, "lesson": check.lesson, "status": random.choice(["passed", "passed", "failed"]), "seconds": 0.12}
+              for number in range(5) for check in kit.lesson(number).checks]
+    return {"id": os.urandom(16).hex(), "lesson": 4, "passed": False, "score": 30, "max_score": len(checks), "checks": checks}
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection on asyncio streams: a client light enough that the board, not the
+    bench, is what gets measured (httpx costs ~3 ms of CPU a request, which on two shared cores skews the figures)."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader = self.writer = None
+
+    async def request(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        self.writer.write(head.encode() + b"\r\n" + body)
+        status_line, *lines = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        fields = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines if line)}
+        content = await self.reader.readexactly(int(fields.get("content-length", 0)))
+        return int(status_line.split()[1]), content
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def load(base: str, code: str, token: str, students: int, interval: float, duration: float) -> dict:
+    rounds = int(duration / interval)
+    host, port = base.removeprefix("http://").split(":")
+    latencies: list[float] = []
+    board_reads: list[float] = []
+    sent: set[tuple[str, str]] = set()
+    statuses: dict[int, int] = {}
+    connections = [Connection(host, int(port)) for _ in range(students + 1)]
+    tokens = {}
+    for number, connection in enumerate(connections[:students]):
+        _, answer = await connection.request("POST", "/api/join", {"X-Class-Code": code, "Content-Type": "application/json"},
+                                             json.dumps({"name": f"student {number:03}"}).encode())
+        tokens[f"student {number:03}"] = (connection, json.loads(answer)["token"])
+
+    async def student(name: str) -> None:
+        connection, student_token = tokens[name]
+        headers = {"X-Class-Code": code, "Authorization": f"Bearer {student_token}", "Content-Type": "application/json"}
+        await asyncio.sleep(random.uniform(0, interval))
+        first = None
+        for round_ in range(rounds):
+            payload = summary_payload()
+            body = json.dumps(payload).encode()
+            first = first or body
+            started = time.perf_counter()
+            status, _ = await connection.request("POST", "/api/report", headers, body)
+            latencies.append(time.perf_counter() - started)
+            statuses[status] = statuses.get(status, 0) + 1
+            sent.add((name, payload["id"]))
+            if round_ == 1:  # the retry of a post that did arrive: must not be stored twice
+                status, _ = await connection.request("POST", "/api/report", headers, first)
+                statuses[status] = statuses.get(status, 0) + 1
+            await asyncio.sleep(interval - (time.perf_counter() - started) % interval)
+
+    async def instructor() -> None:
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await connections[-1].request("GET", "/api/board", {"Authorization": f"Bearer {token}"})
+            board_reads.append(time.perf_counter() - started)
+            await asyncio.sleep(interval)
+
+    try:
+        await asyncio.wait_for(asyncio.gather(instructor(), *(student(name) for name in tokens)), duration + 60)
+    finally:
+        for connection in connections:
+            connection.close()
+    return {"latencies": latencies, "sent": sent, "statuses": statuses, "board_reads": board_reads}
+
+
+def bench_load(args, scratch: Path) -> None:
+    db = scratch / "class.sqlite"
+    server, base, code, token = start_board(db)
+    try:
+        cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
+        result = asyncio.run(load(base, code, token, args.students, args.interval, args.duration))
+        cpu = cpu_seconds(server.pid) - cpu_before
+        wall = time.monotonic() - wall_before
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=20)
+    stored = sqlite3.connect(db).execute("SELECT s.name, r.report_id FROM reports r JOIN students s ON s.id = r.student_id").fetchall()
+    latencies = result["latencies"]
+    posts = len(latencies)
+    print(f"board load: {args.students} students, a post every {args.interval:g} s for {args.duration:g} s: "
+          f"{posts} posts in {wall:.1f} s ({posts / wall:.1f}/s), answers {dict(sorted(result['statuses'].items()))}")
+    print(f"  post latency  p50 {1000 * statistics.median(latencies):.1f} ms   p99 {1000 * percentile(latencies, 0.99):.1f} ms"
+          f"   max {1000 * max(latencies):.1f} ms   (target: p99 < 100 ms)")
+    reads = result["board_reads"]
+    print(f"  board read ({args.students} rows) p50 {1000 * statistics.median(reads):.1f} ms   max {1000 * max(reads):.1f} ms")
+    print(f"  server CPU {cpu:.1f} s over {wall:.1f} s ({100 * cpu / wall:.0f}% of one core)")
+    lost = result["sent"] - set(stored)
+    print(f"  stored {len(stored)} of {len(result['sent'])} sent; lost {len(lost)}, stored twice {len(stored) - len(set(stored))}, "
+          f"deliberate re-sends {args.students} (answered 200, not stored)")
+
+
+def bench_check_cost(runs: int, scratch: Path) -> None:
+    from grader.classroom.serving import bind
+    from grader.course.render import render
+
+    workspace = render(1, scratch / "ws", True)
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    joined = workspace / ".git" / "workshop-class.json"
+    server, base, code, _ = start_board(scratch / "cost.sqlite")
+    silent = bind("127.0.0.1", 0)
+    closed = bind("127.0.0.1", 0)
+    down = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+    try:
+        student = httpx.post(f"{base}/api/join", json={"name": "timed"}, headers={"X-Class-Code": code}).json()["token"]
+        states = {"not joined": None, "board down": down, "board silent": f"http://127.0.0.1:{silent.getsockname()[1]}", "board up": base}
+        times: dict[str, list[float]] = {state: [] for state in states}
+        for _ in range(runs):  # the states take turns, so a busy moment on the machine falls on all of them alike
+            for state, url in states.items():
+                joined.unlink(missing_ok=True)
+                if url:
+                    joined.write_text(json.dumps({"url": url, "code": code, "name": "timed", "token": student, "relay": False}))
+                started = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True)
+                times[state].append(time.perf_counter() - started)
+        for state, taken in times.items():
+            print(f"check cost, {state:>12}: median {statistics.median(taken):.3f} s  (min {min(taken):.3f}, max {max(taken):.3f}, {runs} runs)")
+        print(f"  the hand-off itself (share_with_class, in process), board silent: {hand_off(workspace, states['board silent'], code, student)}")
+        time.sleep(1.5)  # let the last posters finish before the board stops
+        reports = sqlite3.connect(scratch / "cost.sqlite").execute("SELECT count(*) FROM reports").fetchone()[0]
+        print(f"  reports the board got while up: {reports} of {runs}")
+    finally:
+        silent.close()
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=20)
+
+
+def hand_off(workspace: Path, url: str, code: str, token: str, calls: int = 20) -> str:
+    """What `workshop check` waits for: starting the poster, not the post."""
+    from grader.classroom.report import share_with_class
+    from grader.grading.grade import Grade
+    from grader.grading.runner import Outcome
+
+    (workspace / ".git" / "workshop-class.json").write_text(json.dumps({"url": url, "code": code, "name": "timed", "token": token}))
+    result = Grade(4, [Outcome(check, "failed") for number in range(5) for check in kit.lesson(number).checks])
+    here, times, posters = Path.cwd(), [], []
+    os.chdir(workspace)
+    try:
+        for _ in range(calls):
+            started = time.perf_counter()
+            posters.append(share_with_class(result))
+            times.append(time.perf_counter() - started)
+    finally:
+        os.chdir(here)
+    for poster in posters:
+        poster.wait(10)
+    return f"median {1000 * statistics.median(times):.1f} ms, max {1000 * max(times):.1f} ms over {calls} calls"
+
+
+def bench_relay(scratch: Path) -> None:
+    from fastapi import FastAPI
+
+    from grader.classroom.board import create_app
+    from grader.classroom.relay import Relay
+    from grader.classroom.serving import in_thread
+    from grader.classroom.store import Store
+
+    upstream = FastAPI()
+
+    @upstream.post("/v1/messages")
+    async def slow() -> dict:
+        await asyncio.sleep(0.5)
+        return {"type": "message", "content": [], "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+    store = Store(scratch / "relay.sqlite")
+    tokens = [store.join(f"s{number}")[1] for number in range(20)]
+
+    async def everyone(url: str) -> list[int]:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            answers = await asyncio.gather(*(http.post("/v1/messages", json={"model": "m"}, headers={"x-api-key": token}) for token in tokens))
+        return [answer.status_code for answer in answers]
+
+    with in_thread(upstream) as upstream_url, in_thread(create_app(store, Relay(store, "sk-bench", 10_000, upstream_url))) as url:
+        started = time.perf_counter()
+        statuses = asyncio.run(everyone(url))
+        took = time.perf_counter() - started
+    store.close()
+    print(f"relay: 20 concurrent requests, upstream 0.5 s each: all done in {took:.2f} s (serialised would be 10 s); "
+          f"answers {sorted(set(statuses))}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--interval", type=float, default=2.0)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--check-runs", type=int, default=5, help="runs of `workshop check` per state (0 skips)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="board-bench-") as scratch:
+        bench_load(args, Path(scratch))
+        if args.check_runs:
+            bench_check_cost(args.check_runs, Path(scratch))
+        bench_relay(Path(scratch))
+
+
+if __name__ == "__main__":
+    main()

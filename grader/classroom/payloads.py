@@ -1,0 +1,71 @@
+"""What students may send the board, as pydantic models: every field bounded, unknown fields refused."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MAX_BODY = 64 * 1024  # a report of every check of every lesson is about 5 KB
+MAX_CHECKS = 200
+CheckId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")]
+Lesson = Annotated[int, Field(ge=0, le=99)]
+Seconds = Annotated[float, Field(ge=0, le=3600)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Join(_Strict):
+    name: str = Field(min_length=1, max_length=40)
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, name: str) -> str:
+        name = name.strip()
+        if not name or not name.isprintable():
+            raise ValueError("a name is 1 to 40 printable characters, e.g. --name 'Ada L.'")
+        return name
+
+
+class CheckResult(_Strict):
+    id: CheckId
+    lesson: Lesson
+    status: Literal["passed", "failed", "error", "timeout"]
+    seconds: Seconds | None = None
+
+
+class Report(_Strict):
+    id: str = Field(pattern=r"^[0-9a-f]{32}$", description="made by the sender, so a post sent twice is stored once")
+    lesson: Lesson
+    passed: bool
+    score: int = Field(ge=0, le=10_000)
+    max_score: int = Field(ge=0, le=10_000)
+    seconds: Seconds | None = None
+    checks: list[CheckResult] = Field(max_length=MAX_CHECKS)
+
+
+class TooLarge(ValueError):
+    pass
+
+
+async def read_body(request, limit: int) -> bytes:
+    """The request body, refused (TooLarge) as soon as it passes `limit` bytes, declared or not."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise TooLarge(f"the body is {int(declared):,} bytes; at most {limit:,} are accepted")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(f"the body is over {limit:,} bytes, the most accepted")
+    return bytes(body)
+
+
+def reason(problem: ValidationError) -> str:
+    """The first thing wrong with a payload, in one line: where it is and what was expected."""
+    error = problem.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in error["loc"]) or "body"
+    if error["type"] == "extra_forbidden":
+        return f"unknown field {where!r}: a payload has only the fields the kit sends"
+    return f"{where}: {error['msg']}"

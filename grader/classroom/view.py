@@ -1,0 +1,117 @@
+"""What the board shows, rendered from the store: an HTML fragment the page swaps in, and a CSV export.
+
+Every string a student could influence goes through html.escape here; the page's script only
+swaps in this fragment, so there is one place where escaping happens.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections import Counter
+from functools import lru_cache
+from html import escape
+
+from grader.classroom.store import Student
+
+FAILING_SHOWN = 5
+STUCK_WARN = 5 * 60  # seconds without progress before a row is highlighted
+
+
+def fragment(students: list[Student], now: float | None = None, budget: int | None = None) -> str:
+    now = time.time() if now is None else now
+    reporting = [student for student in students if student.lesson is not None]
+    parts = [f'<p class="summary">{len(students)} students joined, {len(reporting)} reporting · updated {time.strftime("%H:%M:%S", time.localtime(now))}</p>',
+             '<section class="top"><div><h2>Failing most right now</h2>', _failing_most(reporting),
+             '</div><div><h2>Progress per lesson</h2>', _lessons(reporting), "</div></section>",
+             "<h2>Students</h2>", _table(students, now, budget)]
+    return "\n".join(parts)
+
+
+def csv_text(students: list[Student], now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["name", "lesson", "checks_passed", "checks_total", "last_check_utc", "stuck_minutes", "failing", "tokens_in", "tokens_out", "requests"])
+    for student in students:
+        stuck = student.stuck_for(now)
+        last = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(student.last_at)) if student.last_at else ""
+        writer.writerow([_cell(student.name), "" if student.lesson is None else student.lesson, student.passed, student.total, last,
+                         "" if stuck is None else round(stuck / 60, 1), " ".join(student.failing), student.tokens_in, student.tokens_out, student.requests])
+    return out.getvalue()
+
+
+def ordered(students: list[Student], now: float) -> list[Student]:
+    """Stuck longest first (to the minute, then by name): the rows an instructor should walk to are at the top."""
+    def key(student: Student) -> tuple:
+        stuck = student.stuck_for(now)
+        return (1 if stuck is None else -(stuck // 60), student.lesson is None, student.name.casefold())
+
+    return sorted(students, key=key)
+
+
+def _failing_most(students: list[Student]) -> str:
+    counts = Counter(check for student in students for check in student.failing)
+    if not counts:
+        return '<p class="quiet">Nothing is failing.</p>'
+    items = "".join(f'<li><span class="count">{count}</span> <code>{escape(check)}</code> {escape(_title(check))}</li>'
+                    for check, count in counts.most_common(FAILING_SHOWN))
+    return f'<ul class="failing">{items}</ul>'
+
+
+def _lessons(students: list[Student]) -> str:
+    if not students:
+        return '<p class="quiet">No reports yet.</p>'
+    rows = []
+    for lesson in range(max(student.lesson for student in students) + 1):
+        done = sum(student.lesson > lesson or (student.lesson == lesson and not student.failing) for student in students)
+        working = sum(student.lesson == lesson and bool(student.failing) for student in students)
+        rows.append(f'<tr><th>lesson {lesson}</th><td><meter min="0" max="{len(students)}" value="{done}"></meter></td>'
+                    f'<td>{done} done</td><td>{working} working</td></tr>')
+    return f'<table class="lessons">{"".join(rows)}</table>'
+
+
+def _table(students: list[Student], now: float, budget: int | None) -> str:
+    if not students:
+        return '<p class="quiet">No one has joined yet.</p>'
+    head = "<th>student</th><th>lesson</th><th>checks passed</th><th>last check</th><th>stuck for</th><th>failing</th>"
+    head += "<th>tokens used</th>" if budget is not None else ""
+    rows = []
+    for student in ordered(students, now):
+        stuck = student.stuck_for(now)
+        state = "waiting" if student.lesson is None else "done" if not student.failing else "stuck" if stuck and stuck >= STUCK_WARN else "working"
+        cells = [escape(student.name), "–" if student.lesson is None else str(student.lesson),
+                 f"{student.passed}/{student.total}" if student.lesson is not None else "–",
+                 _ago(now - student.last_at) + " ago" if student.last_at else "never",
+                 "✓ all pass" if state == "done" else _ago(stuck) if stuck is not None else "–",
+                 " ".join(f"<code>{escape(check)}</code>" for check in student.failing[:3]) + (" …" if len(student.failing) > 3 else "")]
+        if budget is not None:
+            cells.append(f"{student.tokens:,} / {budget:,}")
+        rows.append(f'<tr class="{state}">' + "".join(f'<td class="checks">{cell}</td>' if index == 5 else f"<td>{cell}</td>"
+                                                      for index, cell in enumerate(cells)) + "</tr>")
+    return f'<table class="students"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _ago(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+@lru_cache(maxsize=1)
+def _titles() -> dict[str, str]:
+    from grader.course import kit
+
+    return {check.id: check.title for lesson in kit.lessons() for check in lesson.checks}
+
+
+def _title(check_id: str) -> str:
+    return _titles().get(check_id, "")
+
+
+def _cell(text: str) -> str:
+    """A spreadsheet runs a cell that starts with = + - @ as a formula: a name never should."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text

@@ -1,0 +1,225 @@
+"""The relay against a fake upstream on loopback: the key stays home, budgets hold, failures read clearly."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+
+import anthropic
+import httpx
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from grader.classroom.board import create_app
+from grader.classroom.relay import Relay
+from grader.classroom.serving import bind, in_thread
+from grader.classroom.store import Store
+
+INSTRUCTOR_KEY = "sk-ant-instructor-only"
+USAGE = {"input_tokens": 120, "output_tokens": 30}
+
+
+class FakeUpstream:
+    """The Messages API as the relay sees it; the request's model name picks the behaviour."""
+
+    def __init__(self):
+        self.seen: list[dict] = []
+        self.in_flight = self.peak = 0
+        self.crowd = asyncio.Event()
+        self.app = FastAPI()
+        self.app.post("/v1/messages")(self.messages)
+
+    async def messages(self, request: Request):
+        body = await request.json()
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        self.seen.append({"key": request.headers.get("x-api-key") or bearer, "header": "x-api-key" if request.headers.get("x-api-key") else "authorization",
+                          "version": request.headers.get("anthropic-version"), "headers": dict(request.headers), "body": body})
+        model = body["model"]
+        if model == "busy":
+            return JSONResponse({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, 429, headers={"retry-after": "7"})
+        if model == "wrong-key":
+            return JSONResponse({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}, 401)
+        if model == "crowd":  # answers only once 20 requests are in flight at the same time
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            if self.in_flight >= 20:
+                self.crowd.set()
+            await asyncio.wait_for(self.crowd.wait(), 10)
+            self.in_flight -= 1
+        if body.get("stream"):
+            return StreamingResponse(_events(), media_type="text/event-stream")
+        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "stop_reason": "end_turn",
+                "stop_sequence": None, "content": [{"type": "text", "text": "hello from upstream"}], "usage": USAGE}
+
+
+async def _events():
+    events = [
+        ("message_start", {"type": "message_start", "message": {"id": "msg_2", "type": "message", "role": "assistant", "model": "m", "content": [],
+                                                                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 200, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "streamed "}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 40}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    for name, data in events:
+        yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+def upstream():
+    fake = FakeUpstream()
+    with in_thread(fake.app) as url:
+        fake.url = url
+        yield fake
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = Store(tmp_path / "class.sqlite")
+    yield store
+    store.close()
+
+
+def relayed(store, upstream_url: str, budget: int = 10_000):
+    return in_thread(create_app(store, Relay(store, INSTRUCTOR_KEY, budget, upstream_url)))
+
+
+def sdk(url: str, token: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key=token, max_retries=0)
+
+
+def ask(client: anthropic.Anthropic, model: str = "claude-sonnet-5-5"):
+    return client.messages.create(model=model, max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+
+
+def test_a_student_token_gets_an_answer_and_the_key_stays_with_the_instructor(store, upstream):
+    ada, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        reply = ask(sdk(url, token))
+        board = httpx.get(f"{url}/api/board", params={"token": store.instructor_token}).text
+    assert reply.content[0].text == "hello from upstream"
+    assert upstream.seen[0]["key"] == INSTRUCTOR_KEY and upstream.seen[0]["version"]  # the SDK's own version, passed on
+    assert upstream.seen[0]["body"]["messages"] == [{"role": "user", "content": "hi"}]
+    assert token not in json.dumps(upstream.seen[0]["headers"])  # the class token stops at the relay
+    assert (store.students()[0].tokens_in, store.students()[0].tokens_out, store.students()[0].requests) == (120, 30, 1)
+    assert "<th>tokens used</th>" in board and "150 / 10,000" in board
+
+
+def test_a_stream_passes_through_and_its_usage_counts(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        with sdk(url, token).messages.stream(model="m", max_tokens=64, messages=[{"role": "user", "content": "hi"}]) as stream:
+            text = "".join(stream.text_stream)
+    assert text == "streamed hello" and upstream.seen[0]["body"]["stream"] is True
+    assert (store.students()[0].tokens_in, store.students()[0].tokens_out) == (200, 40)
+
+
+def test_a_429_from_upstream_comes_back_as_it_was(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        with pytest.raises(anthropic.RateLimitError) as raised:
+            ask(sdk(url, token), model="busy")
+    assert raised.value.response.headers["retry-after"] == "7" and "slow down" in str(raised.value)
+    assert store.students()[0].tokens == 0
+
+
+def test_a_wrong_class_token_is_a_401_and_never_reaches_upstream(store, upstream):
+    store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        with pytest.raises(anthropic.AuthenticationError) as raised:
+            ask(sdk(url, "class-not-a-real-token"))
+        bare = httpx.post(f"{url}/v1/messages", json={"model": "m"})
+    assert "workshop join" in raised.value.message and bare.status_code == 401
+    assert upstream.seen == []
+
+
+def test_upstream_refusing_the_instructors_key_says_whose_key_it_is(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        answer = httpx.post(f"{url}/v1/messages", json={"model": "wrong-key"}, headers={"x-api-key": token})
+    assert answer.status_code == 502 and answer.headers["x-should-retry"] == "false"
+    assert (upstream.seen[0]["key"], upstream.seen[0]["header"]) == (INSTRUCTOR_KEY, "x-api-key")  # sent the way the token came
+    assert upstream.seen[0]["version"] == "2023-06-01"  # a client that sends none gets the relay's default
+    assert "refused the instructor's key (401)" in answer.json()["error"]["message"]
+
+
+def test_a_spent_budget_is_a_clear_429_that_the_sdk_does_not_retry(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url, budget=100) as url:
+        ask(sdk(url, token))  # 150 tokens: over the budget of 100 after this one
+        with pytest.raises(anthropic.RateLimitError) as raised:
+            ask(anthropic.Anthropic(base_url=url, api_key=token, max_retries=2))
+    assert "budget of 100 tokens is spent (150 used)" in raised.value.message
+    assert raised.value.response.headers["x-should-retry"] == "false"
+    assert len(upstream.seen) == 1  # neither the refused call nor any retry reached upstream
+
+
+def test_upstream_down_is_a_502_naming_it(store):
+    _, token = store.join("Ada")
+    closed = bind("127.0.0.1", 0)
+    down = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+    with relayed(store, down) as url:
+        answer = httpx.post(f"{url}/v1/messages", json={"model": "m"}, headers={"x-api-key": token}, timeout=10)
+    assert answer.status_code == 502 and f"could not reach the upstream API at {down}" in answer.json()["error"]["message"]
+    assert store.students()[0].requests == 0
+
+
+def test_without_relay_the_board_says_so(store):
+    _, token = store.join("Ada")
+    with in_thread(create_app(store)) as url:
+        answer = httpx.post(f"{url}/v1/messages", json={"model": "m"}, headers={"x-api-key": token})
+    assert answer.status_code == 404 and "--relay" in answer.json()["error"]["message"]
+
+
+def test_twenty_concurrent_requests_are_forwarded_side_by_side(store, upstream):
+    tokens = [store.join(f"student {number}")[1] for number in range(20)]
+
+    async def everyone(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            return await asyncio.gather(*(http.post("/v1/messages", json={"model": "crowd"}, headers={"x-api-key": token}) for token in tokens))
+
+    with relayed(store, upstream.url) as url:
+        started = time.monotonic()
+        answers = asyncio.run(everyone(url))
+        took = time.monotonic() - started
+    assert [answer.status_code for answer in answers] == [200] * 20
+    assert upstream.peak == 20  # the upstream answers none until all 20 are waiting on it at once
+    print(f"\n20 concurrent relayed requests: {took:.2f} s, peak in flight upstream {upstream.peak}")
+
+
+def test_rover_uses_the_class_relay_when_no_key_is_set(store, upstream, workspace):
+    folder = workspace(1)
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        (folder / ".git" / "workshop-class.json").write_text(json.dumps({"url": url, "code": store.code, "name": "Ada", "token": token, "relay": True}))
+        env = {key: value for key, value in os.environ.items() if not key.startswith("ANTHROPIC_")}
+        done = subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet"], cwd=folder, env=env, capture_output=True, text=True, timeout=60)
+        own = {**env, "ANTHROPIC_API_KEY": "sk-students-own", "ANTHROPIC_BASE_URL": upstream.url}
+        mine = subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet"], cwd=folder, env=own, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hello from upstream"
+    assert upstream.seen[0]["key"] == INSTRUCTOR_KEY
+    assert mine.returncode == 0 and upstream.seen[1]["key"] == "sk-students-own"  # a key of one's own wins over the class's
+    assert store.students()[0].requests == 1
+
+
+def test_an_oversized_request_is_refused_before_it_is_read(store):
+    from fastapi.testclient import TestClient
+
+    from grader.classroom.relay import MAX_REQUEST
+
+    _, token = store.join("Ada")
+    with TestClient(create_app(store, Relay(store, INSTRUCTOR_KEY, 10_000, "http://127.0.0.1:9"))) as client:
+        answer = client.post("/v1/messages", content=b"x" * (MAX_REQUEST + 1), headers={"x-api-key": token})
+        broken = client.post("/v1/messages", content=b"[1, 2]", headers={"x-api-key": token})
+    assert answer.status_code == 413 and answer.json()["error"]["type"] == "request_too_large"
+    assert broken.status_code == 400 and "not a JSON object" in broken.json()["error"]["message"]
