@@ -229,6 +229,9 @@ def directory(lab: Lab) -> None:
     lab.file(f"{folder}/module.py", "x = 1\n")
     text = lab.error("read", path=folder).text
     expect(folder in text and DIRECTORY.search(text), f"the error should name {folder} and say it is a directory (or folder), got {excerpt(text)}")
+    missing = lab.error("read", path=folder + "_gone").text
+    expect(text.replace(folder, "PATH") != missing.replace(folder + "_gone", "PATH"),
+           f"a directory and a missing path got the same error ({excerpt(text)}): expected the directory's error to say it is a directory")
 
 
 @check("read.binary")
