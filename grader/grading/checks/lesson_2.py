@@ -303,8 +303,7 @@ def stash_scenario(lab: Lab) -> None:
 
 
 def _empty_temp_files() -> set[Path]:
-    with os.scandir(tempfile.gettempdir()) as entries:
-        return {Path(entry.path) for entry in entries if entry.is_file(follow_symlinks=False) and entry.stat().st_size == 0}
+    return {path for path, size, _ in _temp_files() if size == 0}
 
 
 def _bytes_of(path: Path) -> bytes:
@@ -316,11 +315,18 @@ def _bytes_of(path: Path) -> bytes:
 
 def _recent_temp_files(since: float) -> list[Path]:
     """Small files in the temp folder changed since `since` (where a spill file would be)."""
+    return [path for path, size, changed in _temp_files() if changed >= since - 1 and size < 4096]
+
+
+def _temp_files() -> list[tuple[Path, int, float]]:
+    """(path, size, mtime) of each file in the temp folder; other checks' files may vanish meanwhile."""
     found = []
     with os.scandir(tempfile.gettempdir()) as entries:
         for entry in entries:
-            if entry.is_file(follow_symlinks=False):
-                info = entry.stat()
-                if info.st_mtime >= since - 1 and info.st_size < 4096:
-                    found.append(Path(entry.path))
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((Path(entry.path), info.st_size, info.st_mtime))
+            except OSError:
+                continue
     return found
