@@ -37,7 +37,10 @@ def lesson_problems(lesson: kit.Lesson, scratch: Path) -> list[str]:
 
 def fixture_problems(lesson: kit.Lesson, scratch: Path) -> tuple[list[str], int, int]:
     """Problems with lesson N's fixtures, and how many wrong and alternative solutions it has."""
-    wrong, alternatives = fixtures.load(fixtures.WRONG, lesson.number), fixtures.load(fixtures.ALTERNATIVES, lesson.number)
+    try:
+        wrong, alternatives = fixtures.load(fixtures.WRONG, lesson.number), fixtures.load(fixtures.ALTERNATIVES, lesson.number)
+    except fixtures.FixtureOutOfDate as stale:
+        return [f"fixture out of date: {stale}"], 0, 0
     if not wrong and not alternatives:
         return [], 0, 0
     solved = scratch / f"{lesson.id}-solved"

@@ -3,7 +3,9 @@
 Both live in tests/fixtures/ as `[[lesson-N]]` tables: `name`, then either `replace` (old, new
 pairs applied to the reference solution; each old must occur) or `content` (the whole file),
 for the lesson's file or for `file` when given; a wrong solution also names the checks that
-must fail on it in `catches`. The kit's tests and `workshop dev check` both apply them here.
+must fail on it in `catches`, and may start from an alternative instead of the reference
+(`base = "<its name>"`: a student's valid solution, then the mistake as `replace` pairs on it).
+The kit's tests and `workshop dev check` both apply them here.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ class Case:
     replace: tuple[tuple[str, str], ...] = ()
     content: str | None = None
     catches: tuple[str, ...] = ()
+    base: Case | None = None
 
     @property
     def label(self) -> str:
@@ -42,6 +45,8 @@ class Case:
     def apply(self, workspace: Path) -> None:
         """Turn the solved `workspace` into this case, in place."""
         target = workspace / self.file
+        if self.base is not None:
+            self.base.apply(workspace)
         if self.content is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(self.content, encoding="utf-8")
@@ -72,6 +77,16 @@ def load(kind: str, lesson: int | None = None) -> list[Case]:
             cases.append(Case(
                 number, table["name"], table.get("file", kit.lesson(number).file),
                 tuple((old, new) for old, new in table.get("replace", [])), table.get("content"),
-                tuple(table.get("catches", [])),
+                tuple(table.get("catches", [])), _base(table.get("base"), number, kind),
             ))
     return cases
+
+
+def _base(name: str | None, lesson: int, kind: str) -> Case | None:
+    """The alternative a wrong solution starts from, found by its name."""
+    if name is None:
+        return None
+    found = [case for case in load(ALTERNATIVES, lesson) if case.name == name] if kind != ALTERNATIVES else []
+    if not found:
+        raise FixtureOutOfDate(f"lesson-{lesson}: there is no alternative named {name!r} to start from")
+    return found[0]
