@@ -160,12 +160,14 @@ def tail_bytes(lab: Lab) -> None:
 def utf8_cut(lab: Lab) -> None:
     rng = random.Random()
     letter = rng.choice(["é", "ж", "€", "→", "語", "🙂"])
-    count = rng.randint(CAP_BYTES // len(letter.encode()) + 500, 120_000 // len(letter.encode()))
-    line = "ab" + letter * count  # one line, no newline: only a cut inside it can keep 50 KB
-    output = parse(lab.ok("bash", command=f"printf 'ab'; for i in $(seq 1 {count // 100}); do printf '{letter * 100}'; done; printf '{letter * (count % 100)}'"))
+    width = len(letter.encode())
+    count = rng.randint(CAP_BYTES // width + 500, 120_000 // width)
+    ending = "z" * rng.choice([j for j in range(1, 4) if (CAP_BYTES - j) % width])  # so the last 51,200 bytes start mid-character
+    line = "ab" + letter * count + ending  # one line, no newline: only a cut inside it can keep 50 KB
+    output = parse(lab.ok("bash", command=f"printf 'ab'; for i in $(seq 1 {count // 100}); do printf '{letter * 100}'; done; printf '{letter * (count % 100)}{ending}'"))
     tidy(output)
     body = output.body
-    expect("\ufffd" not in body, f"the cut split a {len(letter.encode())}-byte UTF-8 character ({letter!r}): the kept text starts {excerpt(body[:5])}")
+    expect("\ufffd" not in body, f"the cut split a {width}-byte UTF-8 character ({letter!r}): the kept text starts {excerpt(body[:5])}")
     size = len(body.encode())
     expect(CAP_BYTES - 3 <= size <= CAP_BYTES and line.endswith(body),
            f"one {len(line.encode()):,}-byte line of {letter!r}: expected its last 51,200 bytes, cut at a whole character ({CAP_BYTES - 3:,} to {CAP_BYTES:,} bytes), got {size:,} bytes: {excerpt(body[:20])}")
