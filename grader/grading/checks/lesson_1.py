@@ -14,10 +14,12 @@ from grader.grading.checks import CheckFailed, Lab, Result, check, excerpt, expe
 CAP_LINES, CAP_BYTES = 2000, 51_200
 NOTICE = re.compile(r"\[Showing lines (\d+)-(\d+) of (\d+)( \(50\.0KB limit\))?\. Use offset=(\d+) to continue\.\]\s*$")
 WORDS = "stash feed entry parse date return none value items title link fetch cache error retry".split()
-MISSING = ("not found", "does not exist", "doesn't exist", "no such", "not exist", "missing", "cannot find", "can't find",
-           "could not find", "couldn't find", "nonexistent", "non-existent", "no file")
+MISSING = re.compile(r"not found|no such|n[o']t exist|does not (seem to )?exist|missing|can(no|')t find|could(n't| not) find|"
+                     r"non-?existent|no file|enoent|not there|isn't there", re.IGNORECASE)
 DIRECTORY = re.compile(r"directory|folder|\bdir\b", re.IGNORECASE)
-BINARY = re.compile(r"binary|not (a )?text|non-text|nul\b|null (byte|character)|\\x00|\\0", re.IGNORECASE)
+BINARY = re.compile(r"binary|not (a |an |utf-8 |plain )?text|non-text|nul\b|null (byte|character)|\\x00|\\0", re.IGNORECASE)
+SIZE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(KiB|KB|kB|MiB|MB|bytes|B)?")
+WAYS = ("bash", "sed", "cut", "head", "tail", "awk", "grep", "dd ", "python")
 
 
 def numbered(first: int, lines: list[str]) -> list[str]:
@@ -207,11 +209,9 @@ def long_line(lab: Lab) -> None:
     expect_notice(before, 1, number - 1, number + 1, True, what + ", read from offset 1")
     text = lab.tool("read", path="minified.js", offset=number).text
     expect(len(text.encode()) < CAP_BYTES, f"line {number} is {size:,} bytes: it must not come back whole; the output was {len(text.encode()):,} bytes")
-    sizes = {_size(size), _size(size + 1), str(size), f"{size:,}", str(size + 1), f"{size + 1:,}"}
-    expect(any(shown_size in text for shown_size in sizes),
+    expect(_mentions_size(text, size),
            f"the answer should give line {number}'s size ({_size(size)} or {size:,} bytes), got {excerpt(text)}")
-    ways = ("bash", "sed", "cut", "head", "awk", f"offset={number + 1}")
-    expect(any(way in text for way in ways), f"the answer should say how to see part of line {number} (with bash: sed, cut, head) "
+    expect(any(way in text for way in WAYS + (f"offset={number + 1}",)), f"the answer should say how to see part of line {number} (with bash: sed, cut, head) "
            f"or how to go past it (offset={number + 1}), got {excerpt(text)}")
 
 
@@ -219,7 +219,7 @@ def long_line(lab: Lab) -> None:
 def missing(lab: Lab) -> None:
     path = f"docs/{name(random.Random(), '.md')}"
     text = lab.error("read", path=path).text
-    expect(path in text and any(word in text.lower() for word in MISSING),
+    expect(path in text and MISSING.search(text),
            f"the error should name {path} and say it does not exist (or was not found), got {excerpt(text)}")
 
 
@@ -285,6 +285,18 @@ def _fits(lines) -> int:
             break
         used, kept = used + len(line), kept + 1
     return kept
+
+
+def _mentions_size(text: str, size: int) -> bool:
+    """Whether `text` gives `size` in bytes (exactly, newline or not) or in KB/MB (to the digit shown)."""
+    for number, unit in SIZE.findall(text):
+        value = float(number.replace(",", ""))
+        scale = {"KIB": 1024, "KB": 1024, "MIB": 1 << 20, "MB": 1 << 20}.get(unit.upper(), 1)
+        if scale == 1 and int(value) in (size, size + 1):
+            return True
+        if scale > 1 and abs(value * scale - size) <= scale * 10 ** -len(number.partition(".")[2]):  # one unit of the last digit
+            return True
+    return False
 
 
 def _size(size: int) -> str:
