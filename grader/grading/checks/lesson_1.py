@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 import re
 
-from grader.grading.checks import CheckFailed, Lab, Result, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks.notices import expect_lines, expect_no_notice, expect_notice, numbered, split_notice
 
 CAP_LINES, CAP_BYTES = 2000, 51_200
-NOTICE = re.compile(r"\[Showing lines (\d+)-(\d+) of (\d+)( \(50\.0KB limit\))?\. Use offset=(\d+) to continue\.\]\s*$")
 WORDS = "stash feed entry parse date return none value items title link fetch cache error retry".split()
 MISSING = re.compile(r"not found|no such|n[o']t exist|does not (seem to )?exist|missing|can(no|')t find|could(n't| not) find|"
                      r"non-?existent|no file|enoent|not there|isn't there", re.IGNORECASE)
@@ -20,50 +20,6 @@ DIRECTORY = re.compile(r"directory|folder|\bdir\b", re.IGNORECASE)
 BINARY = re.compile(r"binary|not (a |an |utf-8 |plain )?text|non-text|nul\b|null (byte|character)|\\x00|\\0", re.IGNORECASE)
 SIZE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(KiB|KB|kB|MiB|MB|bytes|B)?")
 WAYS = ("bash", "sed", "cut", "head", "tail", "awk", "grep", "dd ", "python")
-
-
-def numbered(first: int, lines: list[str]) -> list[str]:
-    return [f"{number:>6}\t{line}" for number, line in enumerate(lines, first)]
-
-
-def split_notice(text: str) -> tuple[list[str], re.Match | None]:
-    """The output's lines, and the continue notice at its end if there is one (without it)."""
-    found = NOTICE.search(text)
-    body = text[: found.start()] if found else text
-    body = body.rstrip("\r\n")
-    return (body.split("\n") if body else []), found
-
-
-def shown(lines: list[str]) -> str:
-    """Which line numbers came back, for a failure message."""
-    numbers = [int(line[:6]) for line in lines if line[:6].strip().isdigit() and line[6:7] == "\t"]
-    if not numbers:
-        return f"no numbered lines ({len(lines)} line(s) of output: {excerpt(chr(10).join(lines[:3]), 120)})"
-    return f"{len(numbers)} numbered lines, {numbers[0]} to {numbers[-1]}"
-
-
-def expect_lines(result: Result, want: list[str], what: str) -> None:
-    lines, _ = split_notice(result.text)
-    if lines == want:
-        return
-    first_diff = next((index for index, (got, wanted) in enumerate(zip(lines, want)) if got != wanted), min(len(lines), len(want)))
-    got = lines[first_diff] if first_diff < len(lines) else "(nothing)"
-    wanted = want[first_diff] if first_diff < len(want) else "(nothing)"
-    raise CheckFailed(f"{what}: expected {len(want)} lines, got {shown(lines)}; the first difference is at output line "
-                 f"{first_diff + 1}: expected {wanted!r}, got {got!r}")
-
-
-def expect_notice(result: Result, first: int, last: int, total: int, bytes_cut: bool, what: str) -> None:
-    want = f"[Showing lines {first}-{last} of {total}{' (50.0KB limit)' if bytes_cut else ''}. Use offset={last + 1} to continue.]"
-    _, found = split_notice(result.text)
-    expect(found and found.group(0).rstrip() == want, f"{what}: expected the output to end with {want!r}, got "
-           + (repr(found.group(0).rstrip()) if found else f"no such notice at the end: {excerpt(result.text[-160:])}"))
-
-
-def expect_no_notice(result: Result, what: str) -> None:
-    _, found = split_notice(result.text)
-    expect(not found and "[Showing" not in result.text,
-           f"{what}: the whole file came back, so no notice should follow; got {excerpt(result.text[-160:])}")
 
 
 def text_lines(rng: random.Random, count: int) -> list[str]:
@@ -145,7 +101,7 @@ def at_the_cap(lab: Lab) -> None:
     expect_no_notice(result, "a file of exactly 51,200 bytes fits the cap")
     lab.file("over.txt", "".join(row + "\n" for row in rows) + "x\n")
     result = lab.ok("read", path="over.txt")
-    expect_lines(result, numbered(1, rows), f"51,200 bytes of whole lines and one more line")
+    expect_lines(result, numbered(1, rows), "51,200 bytes of whole lines and one more line")
     expect_notice(result, 1, len(rows), len(rows) + 1, True, "one line past 51,200 bytes")
 
 

@@ -12,69 +12,13 @@ import re
 import signal
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.grading.checks import Lab, Result, check, excerpt, expect, tool_results
+from grader.grading.checks.notices import expect_spill, parse, tidy
 
 CAP_BYTES = 51_200
-SPILL = r"\[Showing lines (\d+)-(\d+) of (\d+) \((2000-line|50\.0KB) limit\)\. Full output: (.+?)\]"
-# the status lines may carry words of their own after the fixed part, on the same line
-ENDINGS = [SPILL, r"Command exited with code (-?\d+)(?![\d.]\d)[^\n]*", r"Command timed out after ([\d.]+) seconds?\b[^\n]*",
-           r"Command was killed by signal (\d+) \((\w+)\)[^\n]*"]
 WORDS = "alpha bravo cedar delta ember fjord gamma harbor indigo juniper kelp lumen".split()
-
-
-@dataclass
-class Output:
-    """A bash result split into the command's kept output and the notices at its end."""
-
-    body: str
-    notices: list[re.Match] = field(default_factory=list)
-
-    def find(self, prefix: str) -> re.Match | None:
-        return next((found for found in self.notices if found.group(0).startswith(prefix)), None)
-
-    def spill(self) -> Path | None:
-        found = self.find("[Showing")
-        return Path(found.group(5)) if found else None
-
-
-def parse(result: Result) -> Output:
-    text, notices = result.text.rstrip(), []
-    while True:
-        for pattern in ENDINGS:
-            found = re.search(r"(?:^|\n)(" + pattern + r")$", text)
-            if found:
-                notices.insert(0, re.fullmatch(pattern, found.group(1)))
-                text = text[: found.start()].rstrip()
-                break
-        else:
-            return Output(text.rstrip("\n"), notices)
-
-
-def expect_spill(lab: Lab, output: Output, first: int, last: int, limit: str, whole: bytes | None = None) -> None:
-    """The tail notice names lines first-last of last and the cap that cut it, and its file holds everything."""
-    want = f"[Showing lines {first}-{last} of {last} ({limit} limit). Full output: PATH]"
-    found = output.find("[Showing")
-    got = found.group(0) if found else f"no such notice at the end ({excerpt(output.body[-120:])})"
-    path = Path(found.group(5)) if found else None
-    try:
-        expect(found and found.group(1, 2, 3, 4) == (str(first), str(last), str(last), limit), f"expected the output to end with {want}, got {got}")
-        expect(path.is_file(), f"the notice names {path}, but there is no such file")
-        if whole is not None:
-            held = path.read_bytes()
-            expect(held == whole, f"{path} should hold the whole output ({len(whole):,} bytes), it holds {len(held):,} bytes")
-    finally:
-        if path and path.is_file() and path.name.startswith("rover-bash-"):
-            path.unlink()
-
-
-def tidy(output: Output) -> None:
-    """Remove a spill file the check does not need."""
-    path = output.spill()
-    if path and path.is_file() and path.name.startswith("rover-bash-"):
-        path.unlink()
 
 
 def gone(pid: int) -> bool:
