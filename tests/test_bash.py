@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -19,20 +21,68 @@ def spill_path(text: str) -> Path:
     return Path(re.search(r"Full output: (\S+)\]$", text).group(1))
 
 
+def spills() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("rover-bash-*.log"))
+
+
 def test_the_spill_file_holds_every_byte_and_is_removed_when_nothing_was_cut(bash, tmp_path):
     cut = bash("seq 1 3000")
     assert spill_path(cut.text).read_text() == "".join(f"{n}\n" for n in range(1, 3001))
-    before = set(Path("/tmp").glob("rover-bash-*.log"))
+    spill_path(cut.text).unlink()
+    before = spills()
     bash("echo short")
-    assert set(Path("/tmp").glob("rover-bash-*.log")) == before
+    assert spills() == before
+
+
+def test_a_missing_working_directory_is_an_error_and_leaves_no_spill_file(solved_rover, tmp_path):
+    before = spills()
+    result = solved_rover.execute("bash", {"command": "echo hi"}, tmp_path / "gone")
+    assert result.is_error and str(tmp_path / "gone") in result.text and "does not exist" in result.text
+    assert spills() == before
+
+
+def test_the_timeout_holds_while_output_keeps_flowing(bash):
+    started = time.monotonic()
+    result = bash("yes", timeout=1)
+    assert time.monotonic() - started < 4
+    assert result.is_error and result.text.endswith("Command timed out after 1 seconds")
+    spill_path(result.text.rsplit("\n\n", 1)[0]).unlink()
+
+
+def test_a_cut_inside_one_long_line_starts_on_a_whole_character(bash):
+    result = bash("printf 'a'; for i in $(seq 1 300); do printf '€%.0s' $(seq 1 100); done")
+    kept = result.text.split("\n\n[")[0]
+    assert "\ufffd" not in kept and set(kept) == {"€"} and len(kept.encode()) == 51_198
+    spill_path(result.text).unlink()
+
+
+def test_undecodable_bytes_come_back_replaced(bash):
+    result = bash("printf 'ok \\xff end'")
+    assert not result.is_error and result.text == "ok \ufffd end"
+
+
+def test_a_signal_is_named(bash):
+    result = bash("echo going; kill -TERM $$")
+    assert result.is_error and result.text == "going\n\nCommand was killed by signal 15 (SIGTERM)"
+
+
+def test_output_written_just_before_exit_is_drained(bash):
+    result = bash("sleep 0.2; printf '%s\\n' $(seq 1 1500); echo last")
+    assert result.text.endswith("1500\nlast") and len(result.text.split("\n")) == 1501
+
+
+def test_it_is_bash_not_sh(bash):
+    assert bash("a=(x y z); echo ${a[2]} ${#a[@]} {1..3}").text == "z 3 1 2 3"
 
 
 def test_a_huge_line_is_cut_to_its_tail_and_then_dropped_for_whole_later_lines(bash):
     alone = bash("head -c 200000 /dev/zero | tr '\\0' 'x'")
     assert alone.text.startswith("x" * 1000) and alone.text.endswith("(50.0KB limit). Full output: " + str(spill_path(alone.text)) + "]")
     assert len(alone.text.split("\n\n[")[0]) == 51_200
+    spill_path(alone.text).unlink()
     followed = bash("head -c 200000 /dev/zero | tr '\\0' 'x'; echo; echo last")
     assert followed.text.startswith("last\n\n[Showing lines 2-2 of 2 (50.0KB limit)")
+    spill_path(followed.text).unlink()
 
 
 def test_a_timeout_keeps_the_output_so_far_and_says_so(bash):

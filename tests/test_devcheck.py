@@ -3,14 +3,46 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from grader.grading import checks
 from grader.cli import main
+from grader.course import fixtures
+from grader.grading import checks
 
 
 def test_the_course_passes_its_own_dev_check():
-    result = CliRunner().invoke(main, ["dev", "check"])
+    # the fixtures are proven case by case in test_wrong_solutions.py and test_alternatives.py
+    result = CliRunner().invoke(main, ["dev", "check", "--no-fixtures"])
     assert result.exit_code == 0, result.output
     assert "lesson-0" in result.output and "lesson-1" in result.output
+
+
+def test_a_wrong_solution_that_slips_through_and_a_rejected_alternative_are_reported(monkeypatch, tmp_path):
+    (tmp_path / "wrong_solutions.toml").write_text('''
+[[lesson-0]]
+name = "changes only a docstring"
+replace = [["That is the whole agent.", "That is all."]]
+catches = ["loop.end-turn"]
+
+[[lesson-0]]
+name = "returns nothing at the end"
+replace = [["                return final_text(reply)", "                return None"]]
+catches = ["loop.end-turn"]
+''', encoding="utf-8")
+    (tmp_path / "alternatives.toml").write_text('''
+[[lesson-0]]
+name = "sends only the last message"
+replace = [["self.model.complete(self.system, self.messages, schemas())", "self.model.complete(self.system, self.messages[-1:], schemas())"]]
+
+[[lesson-0]]
+name = "a stale fixture"
+replace = [["text that is not there", "x"]]
+''', encoding="utf-8")
+    monkeypatch.setattr(fixtures, "folder", lambda: tmp_path)
+    result = CliRunner().invoke(main, ["dev", "check", "--lesson", "0"])
+    assert result.exit_code == 1, result.output
+    assert "wrong solution 'changes only a docstring' slips through loop.end-turn" in result.output
+    assert "returns nothing at the end" not in result.output
+    assert "alternative 'sends only the last message' fails loop.history" in result.output
+    assert "fixture out of date: lesson-0: a stale fixture" in result.output
 
 
 def test_a_check_that_passes_on_the_stub_is_reported(monkeypatch):

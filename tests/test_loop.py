@@ -42,6 +42,24 @@ def test_max_tokens_without_a_tool_call_asks_the_model_to_go_on(rover, tmp_path)
     assert "cut off" in model.calls[1]["messages"][-1]["content"]
 
 
+def test_no_call_of_a_cut_off_reply_runs_and_each_gets_an_error(rover, tmp_path):
+    calls = [{"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"command": f"touch ran{n}"}} for n in range(3)]
+    model = rover.model.ScriptedModel([{"content": calls, "stop_reason": "max_tokens"},
+                                       {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}])
+    assert rover.agent.Agent(model, tmp_path).run("?") == "ok"
+    assert not list(tmp_path.glob("ran*"))
+    results = model.calls[1]["messages"][-1]["content"]
+    assert [(block["tool_use_id"], block["is_error"]) for block in results] == [("t0", True), ("t1", True), ("t2", True)]
+
+
+def test_the_turn_limit_raises(rover, tmp_path):
+    turns = [{"content": [{"type": "tool_use", "id": f"t{n}", "name": "ls", "input": {}}], "stop_reason": "tool_use"} for n in range(5)]
+    model = rover.model.ScriptedModel(turns)
+    with pytest.raises(rover.agent.TurnLimitReached):
+        rover.agent.Agent(model, tmp_path, max_turns=2).run("?")
+    assert len(model.calls) == 2
+
+
 def test_the_cli_replays_a_script_and_saves_the_transcript(rover, tmp_path, capsys):
     from rover.__main__ import main
 

@@ -59,3 +59,25 @@ def test_bad_arguments_are_errors_that_show_the_schema(read):
 def test_the_description_quotes_the_caps(solved_rover):
     [schema] = [tool for tool in solved_rover.schemas() if tool["name"] == "read"]
     assert "2000 lines" in schema["description"] and "50.0KB" in schema["description"]
+
+
+def test_a_file_exactly_at_either_cap_comes_back_whole(read, tmp_path):
+    (tmp_path / "lines.txt").write_text("x\n" * 2000)
+    assert "[Showing" not in read(path="lines.txt").text
+    (tmp_path / "bytes.txt").write_text(("y" * 99 + "\n") * 512)  # 51,200 bytes
+    text = read(path="bytes.txt").text
+    assert "[Showing" not in text and text.endswith("   512\t" + "y" * 99)
+
+
+def test_the_byte_cap_counts_utf8_bytes_of_the_file(read, tmp_path):
+    (tmp_path / "e.txt").write_text(("é" * 49 + "\n") * 1000)  # 99 bytes a line
+    assert read(path="e.txt").text.endswith("[Showing lines 1-517 of 1000 (50.0KB limit). Use offset=518 to continue.]")
+
+
+def test_offset_one_past_the_end_is_an_error_with_both_numbers(read, tmp_path):
+    (tmp_path / "three.txt").write_text("a\nb\nc\n")
+    result = read(path="three.txt", offset=4)
+    assert result.is_error and "4" in result.text and "3 lines" in result.text
+    (tmp_path / "unended.txt").write_text("a\nb\nc")
+    assert read(path="unended.txt", offset=3).text == "     3\tc"
+    assert read(path="unended.txt", offset=4).is_error

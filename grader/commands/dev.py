@@ -1,18 +1,20 @@
 """`workshop dev check`: prove the course is sound before a class sees it.
 
 For every lesson: the manifest, text, scenario and solution are all there; the solved
-render carries the solution byte for byte; every check fails on the stub; and every check
-of lessons 0..N passes on the solution.
+render carries the solution byte for byte; every check fails on the stub; every check of
+lessons 0..N passes on the solution and on every alternative in tests/fixtures/alternatives.toml;
+and every wrong solution in tests/fixtures/wrong_solutions.toml fails the checks it names.
 """
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 import click
 
-from grader.course import kit
+from grader.course import fixtures, kit
 from grader.grading.grade import checks_up_to
 from grader.grading.runner import run_checks
 from grader.course.render import render
@@ -31,6 +33,46 @@ def lesson_problems(lesson: kit.Lesson, scratch: Path) -> list[str]:
         if not outcome.passed:
             problems.append(f"{outcome.check.id} does not pass on the solution ({outcome.status}): {outcome.message}")
     return problems
+
+
+def fixture_problems(lesson: kit.Lesson, scratch: Path) -> tuple[list[str], int, int]:
+    """Problems with lesson N's fixtures, and how many wrong and alternative solutions it has."""
+    try:
+        wrong, alternatives = fixtures.load(fixtures.WRONG, lesson.number), fixtures.load(fixtures.ALTERNATIVES, lesson.number)
+    except fixtures.FixtureOutOfDate as stale:
+        return [f"fixture out of date: {stale}"], 0, 0
+    if not wrong and not alternatives:
+        return [], 0, 0
+    solved = scratch / f"{lesson.id}-solved"
+    if not solved.is_dir():
+        render(lesson.number, solved, solved=True)
+    problems = []
+    for number, case in enumerate(wrong + alternatives):
+        copy = scratch / f"{lesson.id}-case-{number}"
+        shutil.copytree(solved, copy, symlinks=True)
+        try:
+            problems += _case_problems(case, copy, lesson, is_wrong=number < len(wrong))
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+    return problems, len(wrong), len(alternatives)
+
+
+def _case_problems(case: fixtures.Case, workspace: Path, lesson: kit.Lesson, is_wrong: bool) -> list[str]:
+    try:
+        case.apply(workspace)
+    except fixtures.FixtureOutOfDate as stale:
+        return [f"fixture out of date: {stale}"]
+    if is_wrong:
+        named = [check for check in kit.lesson(case.lesson).checks if check.id in case.catches]
+        unknown = sorted(set(case.catches) - {check.id for check in named})
+        if unknown or not named:
+            return [f"wrong solution {case.name!r} names no check of {lesson.id} it should fail: {unknown or '(none)'}"]
+        slipped = [outcome.check.id for outcome in run_checks(workspace, named) if outcome.passed]
+        return [f"wrong solution {case.name!r} slips through {', '.join(slipped)}"] if slipped else []
+    return [
+        f"alternative {case.name!r} fails {outcome.check.id} ({outcome.status}): {outcome.message}"
+        for outcome in run_checks(workspace, checks_up_to(lesson.number)) if not outcome.passed
+    ]
 
 
 def _authoring_problems(lesson: kit.Lesson) -> list[str]:
@@ -59,16 +101,23 @@ def dev_group() -> None:
 
 @dev_group.command("check")
 @click.option("--lesson", "only", type=int, help="Check one lesson only.")
-def dev_check_command(only: int | None) -> None:
-    """Every check fails on its lesson's stub and passes on its solution."""
+@click.option("--fixtures/--no-fixtures", "with_fixtures", default=True, show_default=True,
+              help="Also run the wrong solutions and alternatives of tests/fixtures/.")
+def dev_check_command(only: int | None, with_fixtures: bool) -> None:
+    """Every check fails on its lesson's stub and passes on its solution and its alternatives; every wrong solution is caught."""
     lessons = [kit.lesson(only)] if only is not None else list(kit.lessons())
     failed = False
     with tempfile.TemporaryDirectory(prefix="workshop-dev-") as scratch:
         for lesson in lessons:
             problems = lesson_problems(lesson, Path(scratch))
+            found, wrong, alternatives = fixture_problems(lesson, Path(scratch)) if with_fixtures else ([], 0, 0)
+            problems += found
             failed = failed or bool(problems)
             mark = click.style("✗", fg="red") if problems else click.style("✓", fg="green")
-            click.echo(f"{mark} {lesson.id} ({lesson.title}): {len(lesson.checks)} checks" + ("" if problems else ", stub fails all, solution passes all"))
+            proven = ", stub fails all, solution passes all"
+            if with_fixtures:
+                proven += f", {wrong} wrong solutions caught, {alternatives} alternatives pass"
+            click.echo(f"{mark} {lesson.id} ({lesson.title}): {len(lesson.checks)} checks" + ("" if problems else proven))
             for problem in problems:
                 click.echo(f"    {problem}")
     sys.exit(1 if failed else 0)

@@ -1,7 +1,15 @@
-"""Lesson 0: the agent loop, driven by a scripted model over the real registry."""
+"""Lesson 0: the agent loop, driven by a scripted model over the real registry.
+
+Ids, names, texts and counts vary per run, so only a loop that carries what it was given passes.
+A tool_result's content may be a string or a list of text blocks: both are what the API takes.
+"""
 from __future__ import annotations
 
+import random
+
 from grader.grading.checks import AgentRun, CheckFailed, Lab, check, excerpt, expect, tool_results
+
+WORDS = "rover stash feed parse date entry cache lumen harbor cedar ember fjord".split()
 
 
 def use(call_id: str, name: str, **args) -> dict:
@@ -29,34 +37,52 @@ def results_sent(run: AgentRun, call: int) -> list[dict]:
     return [block for block in last["content"] if block.get("type") == "tool_result"]
 
 
+def content(block: dict) -> str:
+    """A tool_result's text, whether sent as a string or as a list of text blocks."""
+    body = block.get("content")
+    if isinstance(body, list):
+        return "\n".join(str(part.get("text", "")) for part in body if isinstance(part, dict))
+    return str(body)
+
+
+def new_id(rng: random.Random) -> str:
+    return f"toolu_{rng.getrandbits(48):012x}"
+
+
 @check("loop.end-turn")
 def end_turn(lab: Lab) -> None:
-    run = lab.run_agent([done("All done: nothing to change.")], "Say what you would do.")
+    words = " ".join(random.sample(WORDS, 4))
+    run = lab.run_agent([done(f"All done: {words}.")], "Say what you would do.")
     expect(len(run.calls) == 1, f"one reply with no tool calls should end the run, but the model was called {len(run.calls)} times")
-    expect(run.answer == "All done: nothing to change.", f"run() should return the final text, got {excerpt(run.answer)}")
+    expect(run.answer == f"All done: {words}.", f"run() should return the final text {excerpt(f'All done: {words}.')}, got {excerpt(run.answer)}")
 
 
 @check("loop.tool-result")
 def tool_result(lab: Lab) -> None:
-    lab.file("notes.txt", "hello\n")
-    run = lab.run_agent([turn(say("Looking."), use("toolu_01", "ls", path=".")), done()], "What is here?")
+    rng = random.Random()
+    name, call_id = f"{rng.choice(WORDS)}_{rng.randint(100, 999)}.txt", new_id(rng)
+    lab.file(name, "hello\n")
+    run = lab.run_agent([turn(say("Looking."), use(call_id, "ls", path=".")), done()], "What is here?")
     results = results_sent(run, 2)
     expect(len(results) == 1, f"one tool call should get one tool_result, got {len(results)}")
-    expect(results[0].get("tool_use_id") == "toolu_01", f"tool_use_id should be 'toolu_01', got {results[0].get('tool_use_id')!r}")
-    expect("notes.txt" in str(results[0].get("content")), f"the result should carry ls's output (notes.txt), got {excerpt(results[0].get('content'))}")
+    expect(results[0].get("tool_use_id") == call_id, f"tool_use_id should be the call's id {call_id!r}, got {results[0].get('tool_use_id')!r}")
+    expect(name in content(results[0]), f"the result should carry ls's output ({name}), got {excerpt(results[0].get('content'))}")
     expect(not results[0].get("is_error"), "a successful call should not be marked is_error")
 
 
 @check("loop.parallel-calls")
 def parallel_calls(lab: Lab) -> None:
-    lab.file("top.txt", "")
-    lab.file("sub/inner.txt", "")
-    run = lab.run_agent([turn(use("toolu_a", "ls", path="sub"), use("toolu_b", "ls", path=".")), done()], "List both.")
+    rng = random.Random()
+    folders = rng.sample(WORDS, rng.randint(2, 4))
+    for folder in folders:
+        lab.file(f"{folder}/in_{folder}.txt", "")
+    ids = [new_id(rng) for _ in folders]
+    run = lab.run_agent([turn(*(use(call_id, "ls", path=folder) for call_id, folder in zip(ids, folders))), done()], "List them all.")
     results = results_sent(run, 2)
-    ids = [block.get("tool_use_id") for block in results]
-    expect(ids == ["toolu_a", "toolu_b"], f"both calls should be answered in one message, in order: expected ['toolu_a', 'toolu_b'], got {ids}")
-    expect("inner.txt" in str(results[0].get("content")) and "top.txt" in str(results[1].get("content")),
-           "each tool_result should carry the output of its own call")
+    sent = [block.get("tool_use_id") for block in results]
+    expect(sent == ids, f"all {len(ids)} calls should be answered in one message, in order: expected {ids}, got {sent}")
+    for block, folder in zip(results, folders):
+        expect(f"in_{folder}.txt" in content(block), f"the tool_result for ls {folder} should carry its own output (in_{folder}.txt), got {excerpt(block.get('content'))}")
 
 
 @check("loop.history")
@@ -86,34 +112,39 @@ def sends_tools(lab: Lab) -> None:
 
 @check("loop.errors-are-results")
 def errors_are_results(lab: Lab) -> None:
-    run = lab.run_agent([turn(use("toolu_x", "teleport", to="mars"), use("toolu_y", "ls", path="nowhere")), done()], "Try things.")
+    tool = random.choice(["teleport", "fly", "summon", "warp"])
+    run = lab.run_agent([turn(use("toolu_x", tool, to="mars"), use("toolu_y", "ls", path="nowhere")), done()], "Try things.")
     results = results_sent(run, 2)
     expect(len(results) == 2, f"both calls need an answer, even failed ones; got {len(results)} tool_result(s)")
     flags = [bool(block.get("is_error")) for block in results]
     expect(flags == [True, True], f"an unknown tool and a missing directory should both come back with is_error true, got {flags}")
-    expect("teleport" in str(results[0].get("content")), f"the error should say what went wrong, got {excerpt(results[0].get('content'))}")
+    expect(tool in content(results[0]), f"the error should be execute()'s answer, which names the tool {tool!r}; got {excerpt(results[0].get('content'))}")
 
 
 @check("loop.max-tokens")
 def max_tokens(lab: Lab) -> None:
-    cut = turn(say("Writing the file"), use("toolu_cut", "touch", path="big.py", content="def half"), stop="max_tokens")
-    run = lab.run_agent([cut, done("Sent a smaller call.")], "Write a big file.", spy=True)
-    expect(not run.spy_calls, f"a tool_use from a max_tokens reply may be cut short and must not run, but it ran with {run.spy_calls}")
+    rng = random.Random()
+    ids = [new_id(rng) for _ in range(rng.randint(2, 4))]
+    calls = [use(call_id, "touch", path=f"part{number}.py", content="def half") for number, call_id in enumerate(ids, 1)]
+    run = lab.run_agent([turn(say("Writing the files"), *calls, stop="max_tokens"), done("Sent smaller calls.")], "Write big files.", spy=True)
+    expect(not run.spy_calls, f"no tool_use of a max_tokens reply may run (any input may be cut short), but {len(run.spy_calls)} of {len(ids)} ran: {run.spy_calls}")
     results = results_sent(run, 2)
-    expect([block.get("tool_use_id") for block in results] == ["toolu_cut"], "the cut-off call still needs a tool_result with its id")
-    expect(results[0].get("is_error"), "that tool_result should be an error")
-    expect(any(word in str(results[0].get("content")).lower() for word in ("max_tokens", "cut off", "truncated")),
-           f"the error should tell the model its reply was cut off, got {excerpt(results[0].get('content'))}")
+    sent = [block.get("tool_use_id") for block in results]
+    expect(sent == ids, f"each of the {len(ids)} cut-off calls still needs a tool_result with its id, in order: expected {ids}, got {sent}")
+    flags = [bool(block.get("is_error")) for block in results]
+    expect(all(flags) and all(content(block).strip() for block in results),
+           f"each of those tool_results should be an error (is_error true) that tells the model its reply was cut off; got is_error {flags}, contents {excerpt([content(block) for block in results])}")
 
 
 @check("loop.turn-limit")
 def turn_limit(lab: Lab) -> None:
-    forever = [turn(use(f"toolu_{n}", "ls")) for n in range(8)]
-    run = lab.run_agent(forever, "Never stop.", max_turns=3, may_raise=True)
+    limit = random.randint(2, 6)
+    forever = [turn(use(f"toolu_{n}", "ls")) for n in range(limit + 3)]
+    run = lab.run_agent(forever, "Never stop.", max_turns=limit, may_raise=True)
     if run.raised and run.raised.from_script:
-        raise CheckFailed("the loop kept calling the model past max_turns=3")
-    # raising TurnLimitReached (or any clear error) is a fine way to stop
-    expect(len(run.calls) == 3, f"with max_turns=3 the model should be called 3 times, got {len(run.calls)}")
+        raise CheckFailed(f"with max_turns={limit} the loop kept calling the model: a call {limit + 1} was made")
+    expect(len(run.calls) == limit, f"with max_turns={limit} the model should be called {limit} times, got {len(run.calls)}")
+    expect(run.raised is not None, f"after {limit} turns without an answer, run() should raise TurnLimitReached; it returned {excerpt(run.answer)}")
 
 
 @check("loop.stash-scenario")

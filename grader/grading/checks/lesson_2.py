@@ -1,24 +1,24 @@
-"""Lesson 2: bash, run for real in a fresh directory, with output, limits and clocks checked."""
+"""Lesson 2: bash, run for real in a fresh directory, with output, limits and clocks checked.
+
+The notices are SPEC's fixed formats, found at the end of the output in any order and whatever
+separates them from the text; the kept output is judged without them. Sizes, codes and words
+vary per run, and every spill file a check is shown is removed again.
+"""
 from __future__ import annotations
 
 import os
+import random
 import re
+import signal
+import tempfile
 import time
 from pathlib import Path
 
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, Result, check, excerpt, expect, tool_results
+from grader.grading.checks.notices import expect_spill, parse, tidy
 
-SPILL_NOTICE = r"\[Showing lines {first}-{last} of {last} \({limit} limit\)\. Full output: (\S+)\]$"
-
-
-def spilled(text: str, first: int, last: int, limit: str) -> Path:
-    """The spill file named by a tail notice, after checking the notice's exact shape."""
-    pattern = SPILL_NOTICE.format(first=first, last=last, limit=re.escape(limit))
-    found = re.search(pattern, text)
-    expect(found, f"the output should end with [Showing lines {first}-{last} of {last} ({limit} limit). Full output: PATH], got {excerpt(text[-160:])}")
-    path = Path(found.group(1))
-    expect(path.is_file(), f"the notice names {path}, but there is no such file")
-    return path
+CAP_BYTES = 51_200
+WORDS = "alpha bravo cedar delta ember fjord gamma harbor indigo juniper kelp lumen".split()
 
 
 def gone(pid: int) -> bool:
@@ -36,7 +36,7 @@ def gone(pid: int) -> bool:
         return False
 
 
-def timed_bash(lab: Lab, command: str, timeout: float):
+def timed_bash(lab: Lab, command: str, timeout: float) -> tuple[Result, float]:
     """Run bash through the student's registry; return (result, seconds it took)."""
     started = time.monotonic()
     result = lab.tool("bash", command=command, timeout=timeout)
@@ -45,50 +45,100 @@ def timed_bash(lab: Lab, command: str, timeout: float):
 
 @check("bash.output")
 def output(lab: Lab) -> None:
-    text = lab.ok("bash", command="echo hello; printf 'no newline at the end'").text
-    expect(text == "hello\nno newline at the end", f"expected the command's output exactly, got {excerpt(text)}")
-    expect(lab.ok("bash", command="true").text == "(no output)", "a command that prints nothing should say (no output)")
+    rng = random.Random()
+    first, last = " ".join(rng.sample(WORDS, 3)), rng.choice(WORDS) + " with no newline at the end"
+    text = parse(lab.ok("bash", command=f"echo '{first}'; printf '{last}'")).body
+    expect(text == f"{first}\n{last}", f"expected the command's output exactly, {excerpt(first + chr(10) + last)}, got {excerpt(text)}")
+    text = lab.ok("bash", command="true").text
+    expect(text == "(no output)", f"a command that prints nothing should answer '(no output)', got {excerpt(text)}")
 
 
 @check("bash.cwd")
 def cwd(lab: Lab) -> None:
-    text = lab.ok("bash", command="pwd; echo made > here.txt").text
+    made = f"{random.choice(WORDS)}.txt"
+    text = lab.ok("bash", command=f"pwd; echo made > {made}").text
     expect(Path(text.strip()).resolve() == lab.tmp.resolve(), f"commands should run in the working directory {lab.tmp}, pwd said {excerpt(text)}")
-    expect((lab.tmp / "here.txt").is_file(), "a file the command writes should land in the working directory")
+    expect((lab.tmp / made).is_file(), f"the command wrote {made}: it should land in the working directory {lab.tmp}")
 
 
 @check("bash.merged")
 def merged(lab: Lab) -> None:
-    text = lab.ok("bash", command="echo one; echo two >&2; echo three; echo four >&2").text
-    expect(text == "one\ntwo\nthree\nfour", f"stdout and stderr should arrive merged, in the order written: expected 'one two three four' on four lines, got {excerpt(text)}")
+    words = random.sample(WORDS, 6)
+    streams = "; ".join(f"echo {word}" + (" >&2" if index % 2 else "") for index, word in enumerate(words))
+    text = parse(lab.ok("bash", command=streams)).body
+    expect(text == "\n".join(words), f"stdout and stderr should arrive merged, in the order written: expected {excerpt(chr(10).join(words))}, got {excerpt(text)}")
 
 
 @check("bash.exit-code")
 def exit_code(lab: Lab) -> None:
-    result = lab.error("bash", command="echo 'collecting...'; echo 'E   boom' >&2; exit 3")
-    expect("collecting..." in result.text and "E   boom" in result.text, f"a failing command's output is what explains the failure: keep it, got {excerpt(result.text)}")
-    expect(result.text.rstrip().endswith("Command exited with code 3"), f"expected the result to end with 'Command exited with code 3', got {excerpt(result.text[-80:])}")
+    code = random.randint(2, 120)
+    result = lab.error("bash", command=f"echo 'collecting...'; echo 'E   boom' >&2; exit {code}")
+    output = parse(result)
+    expect("collecting..." in output.body and "E   boom" in output.body, f"a failing command's output explains the failure: expected it kept, got {excerpt(result.text)}")
+    found = output.find("Command exited")
+    expect(found and found.group(1) == str(code), f"expected the result to end with 'Command exited with code {code}', got {excerpt(result.text[-80:])}")
 
 
 @check("bash.tail-lines")
 def tail_lines(lab: Lab) -> None:
-    text = lab.ok("bash", command="seq 1 5000").text
-    body, _, _ = text.rpartition("\n\n")
-    expect(body.split("\n")[:1] == ["3001"] and body.endswith("\n5000"),
-           f"5000 lines of output should be cut to the LAST 2000 (3001-5000), got {excerpt(body[:40])}...{excerpt(body[-40:])}")
-    full = spilled(text, 3001, 5000, "2000-line")
-    expect(full.read_text().split() == [str(n) for n in range(1, 5001)], f"{full} should hold the whole output, all 5000 lines")
+    total = random.randint(2500, 6000)
+    output = parse(lab.ok("bash", command=f"seq 1 {total}"))
+    kept = output.body.split("\n")
+    expect(kept == [str(n) for n in range(total - 1999, total + 1)],
+           f"{total} lines of output should be cut to the LAST 2000 ({total - 1999}-{total}), got {len(kept)} lines, {excerpt(kept[0], 20)} to {excerpt(kept[-1], 20)}")
+    expect_spill(lab, output, total - 1999, total, "2000-line", "".join(f"{n}\n" for n in range(1, total + 1)).encode())
 
 
 @check("bash.tail-bytes")
 def tail_bytes(lab: Lab) -> None:
-    text = lab.ok("bash", command="for i in $(seq 1 1000); do printf '%099d\\n' $i; done").text
-    body, _, _ = text.rpartition("\n\n")
-    lines = body.split("\n")
-    expect(len(lines) == 512 and all(len(line) == 99 for line in lines),
-           f"1000 lines of 100 bytes under a 51,200-byte cap: expected the last 512 whole lines, got {len(lines)}")
-    expect(int(lines[0]) == 489 and int(lines[-1]) == 1000, f"the lines kept should be the last ones, 489 to 1000; got {int(lines[0])} to {int(lines[-1])}")
-    spilled(text, 489, 1000, "50.0KB")
+    width = random.choice([64, 100, 128, 160])  # bytes a line, newline included
+    keep = CAP_BYTES // width
+    output = parse(lab.ok("bash", command=f"for i in $(seq 1 1000); do printf '%0{width - 1}d\\n' $i; done"))
+    kept = output.body.split("\n")
+    expect(len(kept) == keep and all(len(line) == width - 1 for line in kept),
+           f"1000 lines of {width} bytes under a 51,200-byte cap: expected the last {keep} whole lines, got {len(kept)}")
+    expect(int(kept[0]) == 1001 - keep and int(kept[-1]) == 1000, f"the lines kept should be the last ones, {1001 - keep} to 1000; got {kept[0]} to {kept[-1]}")
+    expect_spill(lab, output, 1001 - keep, 1000, "50.0KB")
+
+
+@check("bash.utf8-cut")
+def utf8_cut(lab: Lab) -> None:
+    rng = random.Random()
+    letter = rng.choice(["é", "ж", "€", "→", "語", "🙂"])
+    width = len(letter.encode())
+    count = rng.randint(CAP_BYTES // width + 500, 120_000 // width)
+    ending = "z" * rng.choice([j for j in range(1, 4) if (CAP_BYTES - j) % width])  # so the last 51,200 bytes start mid-character
+    line = "ab" + letter * count + ending  # one line, no newline: only a cut inside it can keep 50 KB
+    output = parse(lab.ok("bash", command=f"printf 'ab'; for i in $(seq 1 {count // 100}); do printf '{letter * 100}'; done; printf '{letter * (count % 100)}{ending}'"))
+    tidy(output)
+    body = output.body
+    expect("\ufffd" not in body, f"the cut split a {width}-byte UTF-8 character ({letter!r}): the kept text starts {excerpt(body[:5])}")
+    size = len(body.encode())
+    expect(CAP_BYTES - 3 <= size <= CAP_BYTES and line.endswith(body),
+           f"one {len(line.encode()):,}-byte line of {letter!r}: expected its last 51,200 bytes, cut at a whole character ({CAP_BYTES - 3:,} to {CAP_BYTES:,} bytes), got {size:,} bytes: {excerpt(body[:20])}")
+
+
+@check("bash.undecodable")
+def undecodable(lab: Lab) -> None:
+    word = random.choice(WORDS)
+    text = parse(lab.ok("bash", command=f"printf '{word} \\xff\\xfe end\\n'")).body
+    expect(text.startswith(f"{word} ") and text.endswith(" end") and ("\ufffd" in text or "\\xff" in text),
+           f"bytes that are not UTF-8 come back replaced (U+FFFD), the rest as printed: expected {word!r} + replaced bytes + ' end', got {excerpt(text)}")
+
+
+@check("bash.bash-not-sh")
+def bash_not_sh(lab: Lab) -> None:
+    words = random.sample(WORDS, 3)
+    text = parse(lab.ok("bash", command=f"items=({' '.join(words)}); [[ ${{items[2]}} == {words[2][:2]}* ]] && echo \"${{items[1]}}-${{#items[@]}}\"")).body
+    expect(text == f"{words[1]}-3", f"a bash array and [[ ]] should work (the command runs with bash, not sh): expected '{words[1]}-3', got {excerpt(text)}")
+
+
+@check("bash.stdin-closed")
+def stdin_closed(lab: Lab) -> None:
+    token = f"eof-{random.randint(1000, 9999)}"
+    result, took = timed_bash(lab, f"cat; read -r line || echo {token}", timeout=5)
+    expect(took < 3 and parse(result).body == token,
+           f"a command that reads stdin should see end-of-input at once (stdin closed) and print {token}; it took {took:.1f} s and gave {excerpt(result.text)}")
 
 
 @check("bash.timeout")
@@ -96,8 +146,19 @@ def timeout(lab: Lab) -> None:
     result, took = timed_bash(lab, "echo waiting; sleep 30", timeout=1)
     expect(result.is_error, f"a command past its timeout should be an is_error result, got {excerpt(result.text)}")
     expect(took < 5, f"a 1-second timeout should return in about a second, it took {took:.1f} s")
-    expect("Command timed out after 1 seconds" in result.text, f"the result should say 'Command timed out after 1 seconds', got {excerpt(result.text)}")
-    expect("waiting" in result.text, "output printed before the timeout should still come back")
+    output = parse(result)
+    found = output.find("Command timed out")
+    expect(found and float(found.group(1)) == 1, f"the result should end with 'Command timed out after 1 seconds', got {excerpt(result.text[-100:])}")
+    expect("waiting" in output.body, f"output printed before the timeout should still come back, got {excerpt(result.text)}")
+
+
+@check("bash.timeout-while-printing")
+def timeout_while_printing(lab: Lab) -> None:
+    result, took = timed_bash(lab, "while :; do echo tick $((n++)); done", timeout=2)
+    tidy(parse(result))
+    expect(took < 6, f"a command that never stops printing, run with timeout 2, should stop after about 2 s; it took {took:.1f} s")
+    found = parse(result).find("Command timed out")
+    expect(result.is_error and found and float(found.group(1)) == 2, f"expected an is_error result ending 'Command timed out after 2 seconds', got {excerpt(result.text[-100:])}")
 
 
 @check("bash.kills-group")
@@ -110,22 +171,80 @@ def kills_group(lab: Lab) -> None:
     alive = not gone(pid)
     if alive:
         os.kill(pid, 9)
-    expect(not alive, "after a timeout, the command's children were still running: kill the whole process group (start_new_session=True, os.killpg)")
+    expect(not alive, "after a timeout, a child of the command (pid in child.pid) was still running 2 s later; expected the whole process group ended")
 
 
 @check("bash.background")
 def background(lab: Lab) -> None:
     result, took = timed_bash(lab, "sleep 30 & echo started", timeout=20)
     expect(took < 5, f"a command that leaves `sleep 30 &` behind should return when bash exits; it took {took:.1f} s")
-    expect("started" in result.text and not result.is_error, f"expected 'started', got {excerpt(result.text)}")
+    expect(parse(result).body == "started" and not result.is_error, f"expected 'started', got {excerpt(result.text)}")
+
+
+@check("bash.drain-after-exit")
+def drain_after_exit(lab: Lab) -> None:
+    for attempt in range(4):  # what is left in the pipe at exit depends on timing: try a few times
+        total, token = random.randint(5000, 9000), f"end-{random.randint(1000, 9999)}"
+        output = parse(lab.ok("bash", command=f"printf '%s\\n' $(seq 1 {total}); echo {token}"))
+        kept = output.body.split("\n")
+        try:
+            expect(kept[-1:] == [token] and len(kept) == 2000,
+                   f"bash printed {total} lines and {token!r} just before it exited: expected the last 2000 lines, ending {token!r}; "
+                   f"got {len(kept)} lines ending {excerpt(kept[-1], 40)}")
+            expect_spill(lab, output, total + 1 - 1999, total + 1, "2000-line")
+        finally:
+            tidy(output)
+
+
+@check("bash.signal")
+def killed_by_signal(lab: Lab) -> None:
+    number = random.choice([signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1])
+    result = lab.error("bash", command=f"echo before; kill -{int(number)} $$")
+    output = parse(result)
+    found = output.find("Command was killed")
+    want = f"Command was killed by signal {int(number)} ({number.name})"
+    expect(found and found.group(1, 2) == (str(int(number)), number.name), f"expected the result to end with {want!r}, got {excerpt(result.text[-100:])}")
+    expect("before" in output.body, f"what the command printed before it was killed should come back, got {excerpt(result.text)}")
+
+
+@check("bash.missing-cwd")
+def missing_cwd(lab: Lab) -> None:
+    moved = lab.tmp.with_name(lab.tmp.name + "-moved")
+    before = _empty_temp_files()
+    lab.tmp.rename(moved)
+    try:
+        results = [lab.tool("bash", command="echo hi") for _ in range(12)]
+    finally:
+        moved.rename(lab.tmp)
+    text = results[0].text
+    expect(results[0].is_error and (str(lab.tmp) in text or re.search(r"director|folder", text, re.IGNORECASE)),
+           f"a working directory that does not exist should be an is_error result that names it ({lab.tmp}), got {excerpt(text)}")
+    left = _empty_temp_files() - before
+    for path in left:
+        path.unlink(missing_ok=True)
+    expect(len(left) < 6, f"12 commands that could not start left {len(left)} empty files in {tempfile.gettempdir()}: expected none")
+
+
+@check("bash.spill-only-when-cut")
+def spill_only_when_cut(lab: Lab) -> None:
+    token = f"kept-{random.randint(10**8, 10**9)}"
+    started = time.time()
+    output = parse(lab.ok("bash", command=f"echo {token}"))
+    expect(output.body == token and not output.notices, f"expected just {token!r}, got {excerpt(output.body)}")
+    left = [path for path in _recent_temp_files(started) if token.encode() in _bytes_of(path)]
+    for path in left:
+        path.unlink(missing_ok=True)
+    expect(not left, f"output that was not cut should leave no spill file behind; found {', '.join(map(str, left))}")
 
 
 @check("bash.bounded-memory")
 def bounded_memory(lab: Lab) -> None:
     result, peak = lab.measure("bash", command="yes $(printf 'x%.0s' $(seq 1 200)) | head -n 100000")  # 20 MB
-    expect("(50.0KB limit). Full output: " in result.text[-300:],
-           f"20 MB of output should be cut to its tail with a notice, got {excerpt(result.text[-160:])}")
-    expect(peak < 4_000_000, f"20 MB of output took {peak / 1e6:.0f} MB of memory: keep only the tail, stream the rest to the file")
+    output = parse(result)
+    tidy(output)
+    found = output.find("[Showing")
+    expect(found and found.group(4) == "50.0KB", f"20 MB of output should be cut to its tail with a (50.0KB limit) notice, got {excerpt(result.text[-160:])}")
+    expect(peak < 4_000_000, f"20 MB of output took {peak / 1e6:.0f} MB of memory; expected under 4 MB")
 
 
 @check("bash.stash-scenario")
@@ -133,3 +252,33 @@ def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(2)
     runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content")) or "failed" in str(block.get("content"))]
     expect(runs and "2 failed" in runs[-1], f"running stash's suite should report '2 failed', got {excerpt(runs[-1][-300:] if runs else '(no test run)')}")
+
+
+def _empty_temp_files() -> set[Path]:
+    return {path for path, size, _ in _temp_files() if size == 0}
+
+
+def _bytes_of(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _recent_temp_files(since: float) -> list[Path]:
+    """Small files in the temp folder changed since `since` (where a spill file would be)."""
+    return [path for path, size, changed in _temp_files() if changed >= since - 1 and size < 4096]
+
+
+def _temp_files() -> list[tuple[Path, int, float]]:
+    """(path, size, mtime) of each file in the temp folder; other checks' files may vanish meanwhile."""
+    found = []
+    with os.scandir(tempfile.gettempdir()) as entries:
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((Path(entry.path), info.st_size, info.st_mtime))
+            except OSError:
+                continue
+    return found

@@ -16,7 +16,7 @@ from collections import deque
 from pathlib import Path
 
 from rover.tools.limits import MAX_BYTES, MAX_LINES, format_size
-from rover.tools.result import ToolResult
+from rover.tools.result import ToolError, ToolResult
 
 NAME = "bash"
 DEFAULT_TIMEOUT = 120
@@ -51,7 +51,7 @@ class Tail:
     def feed(self, chunk: bytes) -> None:
         *complete, self.partial = (self.partial + chunk).split(b"\n")
         if len(self.partial) > MAX_BYTES:  # a line with no end in sight keeps only its tail
-            self.partial, self.truncated = self.partial[-MAX_BYTES:], True
+            self.partial, self.truncated = _last_bytes(self.partial), True
         if len(complete) > MAX_LINES:  # only the last MAX_LINES of a big chunk can survive anyway
             self.total += len(complete) - MAX_LINES
             self.truncated = True
@@ -67,7 +67,7 @@ class Tail:
     def _keep(self, line: bytes) -> None:
         self.total += 1
         if len(line) > MAX_BYTES:
-            line, self.truncated = line[-MAX_BYTES:], True
+            line, self.truncated = _last_bytes(line), True
         self.lines.append(line)
         self.size += len(line)
         while len(self.lines) > MAX_LINES or (self.size > MAX_BYTES and len(self.lines) > 1):
@@ -83,18 +83,20 @@ class Tail:
 
 
 def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
-    spill = tempfile.NamedTemporaryFile(prefix="rover-bash-", suffix=".log", delete=False)
+    if not cwd.is_dir():
+        raise ToolError(f"The working directory {cwd} does not exist, so the command cannot run there.")
     process = subprocess.Popen(
         ["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,  # its own process group: a timeout kills it all
     )
     tail = Tail()
-    try:
-        timed_out = _pump(process, tail, spill, time.monotonic() + timeout)
+    try:  # the spill file only now, once the command runs: a command that cannot start leaves nothing behind
+        with tempfile.NamedTemporaryFile(prefix="rover-bash-", suffix=".log", delete=False) as spill:
+            timed_out = _pump(process, tail, spill, time.monotonic() + timeout)
     except BaseException:  # Ctrl-C included: never leave the command running behind us
         os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
         raise
-    spill.close()
     tail.close()
     text = tail.text() or "(no output)"
     if tail.truncated:
@@ -104,6 +106,9 @@ def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult
         os.unlink(spill.name)
     if timed_out:
         return ToolResult(f"{text}\n\nCommand timed out after {timeout:g} seconds", is_error=True)
+    if process.returncode < 0:
+        number = -process.returncode
+        return ToolResult(f"{text}\n\nCommand was killed by signal {number} ({signal.Signals(number).name})", is_error=True)
     if process.returncode != 0:
         return ToolResult(f"{text}\n\nCommand exited with code {process.returncode}", is_error=True)
     return ToolResult(text)
@@ -112,39 +117,51 @@ def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult
 def _pump(process: subprocess.Popen, tail: Tail, spill, deadline: float) -> bool:
     """Copy output to the tail and the spill file until the shell exits; True if it timed out.
 
-    Reading stops when bash exits, not at end-of-file: a background job (`server &`) can keep
-    the pipe open forever, and must not keep the tool waiting with it.
+    The clock is looked at on every round, so a command that never stops printing still stops
+    at its timeout. Reading ends when bash exits, not at end-of-file: a background job
+    (`server &`) can keep the pipe open forever, and must not keep the tool waiting with it.
     """
     stream = process.stdout
     try:
-        while True:
-            ready, _, _ = select.select([stream], [], [], 0.05)
-            if ready:
-                chunk = os.read(stream.fileno(), 65536)
-                if chunk:
-                    tail.feed(chunk)
-                    spill.write(chunk)
-                    continue
-                process.wait()
-                return False
-            if process.poll() is not None:
-                _drain(stream, tail, spill)
-                return False
+        while process.poll() is None:
             if time.monotonic() > deadline:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 _drain(stream, tail, spill)
                 return True
+            if not _read_some(stream, tail, spill):  # end-of-file: only bash's exit is left to wait for
+                try:
+                    process.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+        _drain(stream, tail, spill)  # what bash wrote just before it exited is still in the pipe
+        return False
     finally:
         stream.close()
+
+
+def _read_some(stream, tail: Tail, spill, wait: float = 0.05) -> bool:
+    """Take one chunk if one comes within `wait` seconds; False at end-of-file."""
+    if not select.select([stream], [], [], wait)[0]:
+        return True
+    chunk = os.read(stream.fileno(), 65536)
+    tail.feed(chunk)
+    spill.write(chunk)
+    return bool(chunk)
 
 
 def _drain(stream, tail: Tail, spill) -> None:
     """Take what is already in the pipe, without waiting for writers that may never close it."""
     stop = time.monotonic() + 1
     while time.monotonic() < stop and select.select([stream], [], [], 0)[0]:
-        chunk = os.read(stream.fileno(), 65536)
-        if not chunk:
+        if not _read_some(stream, tail, spill, 0):
             return
-        tail.feed(chunk)
-        spill.write(chunk)
+
+
+def _last_bytes(data: bytes) -> bytes:
+    """The last MAX_BYTES of `data`, starting on a whole UTF-8 character (never a continuation byte)."""
+    kept = data[-MAX_BYTES:]
+    for start in range(min(4, len(kept))):
+        if kept[start] & 0xC0 != 0x80:
+            return kept[start:]
+    return kept
