@@ -5,6 +5,7 @@ projector demo can run twice in a row and the workspace's own stash is never tou
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -35,8 +36,9 @@ def demo_command(lesson_id: str | None) -> None:
     with tempfile.TemporaryDirectory(prefix="workshop-demo-") as scratch:
         stash = Path(shutil.copytree(kit.root() / "stash", Path(scratch) / "stash", ignore=PRISTINE))
         click.echo(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.\n")
+        answers = json.loads(lesson.script.read_text(encoding="utf-8")).get("answers")  # the person's part of the script (lesson 6)
         done = subprocess.run(
             [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash)],
-            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **({"ROVER_ANSWERS": ",".join(answers)} if answers else {})},
         )
     sys.exit(done.returncode)
