@@ -41,6 +41,9 @@ def matches(result: Result) -> tuple[list[str], str]:
 def found(lab: Lab, expected: list[str], **args) -> Result:
     result = lab.ok("search", **args)
     kept, rest = matches(result)
+    expect(kept == expected or sorted(kept) != sorted(expected),
+           f"search({', '.join(f'{k}={v!r}' for k, v in args.items())}) found the right lines in another order: {kept}; "
+           f"sort them by path, as rg --sort=path does: {expected}")
     expect(kept == expected and not rest,
            f"search({', '.join(f'{k}={v!r}' for k, v in args.items())}) should answer exactly {expected}, got {excerpt(result.text)}")
     return result
