@@ -171,7 +171,7 @@ def screen(name: str, args: dict, cwd: Path) -> None:
 
 
 def _permit(command: str) -> None:
-    rules = load_rules()
+    rules = load_rules(RULES_FILE)
     verdict, rule = decide(command, rules)
     if verdict == "deny":
         raise ToolError(f"Denied by the rule {rule!r} in rover/permissions.toml: {command!r} was not run. "
@@ -181,7 +181,7 @@ def _permit(command: str) -> None:
     answer = person.ask(f"Rover wants to run: {command}")
     if answer == "always":
         for part in _unapproved(command, rules):
-            remember(part)
+            remember(part, RULES_FILE)
     elif answer != "y":
         raise ToolError(f"Not run: {command!r} needs the person's approval (no rule allows it), and it was not given. "
                         "Tell the person what you wanted to run and why.")
