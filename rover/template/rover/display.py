@@ -97,6 +97,8 @@ def _headline(name: str, args: dict, result: ToolResult) -> str:
         return f"Bash: {args.get('command', '')}"
     if name == "write" and not result.is_error:
         return f"Write {path} ({len(args.get('content', '').encode()):,} bytes)"
+    if name == "search":
+        return f"Search {args.get('pattern', '')!r} in {path}"
     label = {"ls": "List", "read": "Read", "edit": "Edit", "write": "Write"}.get(name, name)
     return f"{label} {path}"
 
