@@ -36,9 +36,10 @@ def demo_command(lesson_id: str | None) -> None:
     with tempfile.TemporaryDirectory(prefix="workshop-demo-") as scratch:
         stash = Path(shutil.copytree(kit.root() / "stash", Path(scratch) / "stash", ignore=PRISTINE))
         click.echo(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.\n")
-        answers = json.loads(lesson.script.read_text(encoding="utf-8")).get("answers")  # the person's part of the script (lesson 6)
+        # The person's part of the script, for lesson 6's gate; scripts recorded before the gate expect a yes.
+        answers = json.loads(lesson.script.read_text(encoding="utf-8")).get("answers", ["y"])
         done = subprocess.run(
             [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash)],
-            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **({"ROVER_ANSWERS": ",".join(answers)} if answers else {})},
+            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ROVER_ANSWERS": ",".join(answers)},
         )
     sys.exit(done.returncode)
