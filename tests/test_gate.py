@@ -32,7 +32,7 @@ def test_the_default_rules_deny_ask_and_allow(gate):
 
 @pytest.mark.parametrize("command", [
     "ls & rm -rf x", "{ rm -rf x; }", "if true; then rm -rf x; fi", "xargs rm -rf < list", "nohup rm -rf x &",
-    "sh -c 'sudo ls'", "eval rm -rf x", "ls `echo $(rm -rf x)`",
+    "sh -c 'sudo ls'", "eval rm -rf x", "ls `echo $(rm -rf x)`", "/bin/rm -rf x", "env -i /usr/bin/sudo ls",
 ])
 def test_more_disguises_are_denied(gate, command):
     assert gate.decide(command, {"deny": ["rm -rf", "sudo"], "allow": ["*"]})[0] == "deny"

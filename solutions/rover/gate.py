@@ -130,12 +130,13 @@ def _parts(tokens: list[str]) -> list[list[str]]:
 
 
 def _command(words: list[str]) -> list[str]:
-    """The words of the command a part really runs: past VAR=value, keywords and wrappers (and their options)."""
+    """The words of the command a part really runs: past VAR=value, keywords and wrappers (and their
+    options), with the program named without its folder (/bin/rm is rm)."""
     runs, wrapped = list(words), False
     while runs and (ASSIGNMENT.match(runs[0]) or runs[0] in WRAPPERS or (wrapped and runs[0].startswith("-"))):
         wrapped = wrapped or runs[0] in WRAPPERS
         runs.pop(0)
-    return runs
+    return [runs[0].rsplit("/", 1)[-1], *runs[1:]] if runs else runs
 
 
 def load_rules(path: Path = RULES_FILE) -> dict:
