@@ -5,6 +5,7 @@ projector demo can run twice in a row and the workspace's own stash is never tou
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,9 +39,11 @@ def demo_command(lesson_id: str | None, tokens: bool) -> None:
         stash = Path(shutil.copytree(kit.root() / "stash", Path(scratch) / "stash", ignore=PRISTINE))
         say(f"Demo of lesson {number} ({lesson.title}): {lesson.scenario}, on a fresh copy of stash.")
         click.echo()
+        # The person's part of the script, for lesson 6's gate; scripts recorded before the gate expect a yes.
+        answers = json.loads(lesson.script.read_text(encoding="utf-8")).get("answers", ["y"])
         done = subprocess.run(
             [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash),
              *([] if tokens else ["--quiet-tokens"])],
-            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ROVER_ANSWERS": ",".join(answers)},
         )
     sys.exit(done.returncode)

@@ -45,6 +45,7 @@ def main(argv: list[str]) -> None:
     # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
+    os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks before unlisted commands: the grader says yes (gate checks script their own)
     sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
     sys.path.insert(0, workspace)  # after every grader module is imported: the workspace cannot shadow them
     answer = _line(harness.answer("import", {}, workspace))

