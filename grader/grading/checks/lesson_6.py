@@ -1,0 +1,10 @@
+"""Lesson 6: PLACEHOLDER (the real checks are being written by lessons56)."""
+from __future__ import annotations
+
+from grader.grading.checks import Lab, check, expect
+
+
+@check("gate.placeholder")
+def placeholder(lab: Lab) -> None:
+    verdict = lab.call("rover.gate", "decide", "rm -rf build", {"allow": ["ls"], "deny": ["rm"]})
+    expect(verdict == ["deny", "rm"], f"rm -rf build should be denied by the rule rm, got {verdict!r}")
