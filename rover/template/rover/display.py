@@ -56,6 +56,8 @@ class Transcript:
         args = call.get("input") or {}
         mark = "[red]✗[/]" if result.is_error else "[cyan]•[/]"
         self.console.print(f"{mark} {_escape(_headline(call.get('name', '?'), args, result))}")
+        if result.text.startswith("↺ repaired:"):  # lesson 7's notes: what the registry mended in the call
+            self.console.print(f"[yellow]  {_escape(result.text.splitlines()[0])}[/]")
         lines = [line for line in result.text.splitlines() if line.strip()]
         if call.get("name") == "bash":
             self._dim(lines[-6:])
