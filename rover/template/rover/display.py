@@ -91,7 +91,7 @@ class Transcript:
 
 
 def _headline(name: str, args: dict, result: ToolResult) -> str:
-    path = args.get("path", ".")
+    path = args.get("path") or args.get("filePath") or args.get("file_path") or "."  # as sent, before repair
     if name == "read" and not result.is_error:
         shown = sum(1 for line in result.text.splitlines() if line[:6].strip().isdigit() and line[6:7] == "\t")
         return f"Read {path} ({shown} lines)"
