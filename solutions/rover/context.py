@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-BUDGET = 30_000  # tokens of conversation sent per turn before old tool results are elided
+BUDGET = 20_000  # tokens of conversation sent per turn before old tool results are elided
 CHARS_PER_TOKEN = 4  # a rough offline estimate; the API counts exactly when live
 ELIDED = "[elided"  # every stub starts so, and a stub is never elided again
 
