@@ -121,4 +121,4 @@ def test_the_visible_workspace_tests_pass_when_solved_and_fail_on_the_stub(rende
     solved = pytest_in(shutil.copytree(rendered(last, True), tmp_path / "solved"))
     assert solved.returncode == 0, solved.stdout[-800:]
     stub = pytest_in(shutil.copytree(rendered(last), tmp_path / "stub"))
-    assert stub.returncode == 1 and "test_write.py" in stub.stdout
+    assert stub.returncode == 1 and f"test_{kit.lesson(last).tool}.py" in stub.stdout
