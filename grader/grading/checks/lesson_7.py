@@ -67,6 +67,8 @@ def edits_json_string(lab: Lab) -> None:
     edits = [{"oldText": "debug = False", "newText": "debug = True"}, {"oldText": "retries = 3", "newText": "retries = 4"}]
     repaired_to(lab, "edit", {"path": path, "edits": json.dumps(edits)}, {"path": path, "edits": edits}, "edits")
     repaired_to(lab, "edit", {"path": path, "edits": json.dumps(edits[0])}, {"path": path, "edits": edits[:1]}, "edits")
+    inside = json.dumps([{"old_string": "debug = False", "new_string": "debug = True"}])
+    repaired_to(lab, "edit", {"file_path": path, "edits": inside}, {"path": path, "edits": edits[:1]}, "edits", "old_string")
 
 
 @check("repair.json-as-models-write-it")
@@ -101,6 +103,10 @@ def number_strings(lab: Lab) -> None:
         args, _ = prepare(lab, "read", {"path": path, "offset": wrong})
         expect(args == {"path": path, "offset": wrong},
                f"offset={wrong!r} is not a whole number: leave it for the validator, got {excerpt(args)}")
+    digits = str(random.randint(100, 999))
+    lab.ok("write", path="count.txt", content=digits)
+    expect((lab.tmp / "count.txt").read_text() == digits,
+           f"write's content is a string in its schema: {digits!r} must be written as it is, got {excerpt((lab.tmp / 'count.txt').read_text())}")
     lab.file(path, "".join(f"line {n}\n" for n in range(1, 13)))
     text = lab.ok("read", path=path, offset=str(offset), limit="2").text
     expect(f"{offset:>6}\tline {offset}" in text and f"line {offset + 2}" not in text,
@@ -118,6 +124,9 @@ def conflict(lab: Lab) -> None:
            "a call with two different paths must not write either file")
     expect(first in text and second in text, f"the write's error should name both paths, got {excerpt(text)}")
     lab.ok("read", path=first, filePath=first)  # the same value twice is no conflict
+    text = lab.error("edit", path=first, edits=[{"oldText": "debug = False", "old_string": "retries = 3", "newText": "x = 1"}]).text
+    expect("debug = False" in text and "retries = 3" in text and (lab.tmp / first).read_text() == CONFIG,
+           f"an edit with oldText and old_string that differ should be refused naming both, got {excerpt(text)}")
 
 
 @check("repair.notes")
