@@ -6,5 +6,5 @@ from grader.grading.checks import Lab, check, expect
 
 @check("gate.placeholder")
 def placeholder(lab: Lab) -> None:
-    verdict = lab.call("rover.gate", "decide", "rm -rf build", {"allow": ["ls"], "deny": ["rm"]})
-    expect(verdict == ["deny", "rm"], f"rm -rf build should be denied by the rule rm, got {verdict!r}")
+    verdict = lab.call("rover.gate", "decide", "rm -rf build", {"allow": ["rm"], "deny": ["rm -rf"]})
+    expect(verdict == ["deny", "rm -rf"], f"rm -rf build should be denied by the rule rm -rf, got {verdict!r}")
