@@ -20,6 +20,8 @@ ALIASES = {
     "oldText": ("old_string", "oldString", "old_str"),
     "newText": ("new_string", "newString", "new_str"),
 }
+EDIT = {"oldText": {}, "newText": {}}  # the properties of one edit, as _rename reads them
+LOOSE = ("oldText", "newText", *ALIASES["oldText"], *ALIASES["newText"])  # edit fields sent beside path
 INTEGER = re.compile(r"\s*[+-]?\d+\s*")
 NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)\s*")
 
@@ -73,21 +75,20 @@ def _repair_edits(args: dict, notes: list[str]) -> dict:
     if isinstance(edits, dict):
         notes.append("edits: one edit wrapped in a list")
         edits = [edits]
-    loose = _rename({key: fixed.pop(key) for key in [*ALIASES["oldText"], *ALIASES["newText"], "oldText", "newText"] if key in fixed},
-                    {"oldText": {}, "newText": {}}, notes)
-    if loose and not isinstance(edits, list) and "edits" in fixed:
-        fixed.update(loose)  # edits is something else again: folding into it would be a guess
-    elif loose:
+    if isinstance(edits, list):
+        edits = [_rename(edit, EDIT, notes, f"edits[{index}].") if isinstance(edit, dict) else edit
+                 for index, edit in enumerate(edits)]
+    loose = _rename({key: fixed.pop(key) for key in LOOSE if key in fixed}, EDIT, notes)
+    if loose and (isinstance(edits, list) or "edits" not in fixed):
         edits = edits if isinstance(edits, list) else []
         if loose in edits:
             notes.append("oldText/newText: dropped, the same edit is already in edits")
         else:
             notes.append(f"oldText/newText → edits[{len(edits)}]")
             edits = [*edits, loose]
-    if isinstance(edits, list):
-        edits = [_rename(edit, {"oldText": {}, "newText": {}}, notes, f"edits[{index}].") if isinstance(edit, dict) else edit
-                 for index, edit in enumerate(edits)]
-    if "edits" in fixed or isinstance(edits, list):
+    elif loose:
+        fixed.update(loose)  # edits is something else again: folding into it would be a guess
+    if isinstance(edits, list) or "edits" in fixed:
         fixed["edits"] = edits
     return fixed
 
