@@ -191,7 +191,7 @@ def loop_trims(lab: Lab) -> None:
     first = str(sent[0].get("content"))
     expect(len(first) <= 400 and reads[0] in first,
            f"by the last turn the conversation is far over the budget: the first read's result should be sent as a one-line stub naming {reads[0]}; "
-           f"your loop sent {excerpt(first, 120)} (call trim(self.messages, BUDGET) before each model call)")
+           f"your loop sent {excerpt(first, 120)}")
     expect(str(sent[-1].get("content")).count("\n") >= 700, "the latest read's result should be sent whole")
     expect(tokens(last) <= BUDGET * SLACK, f"the last call sent about {tokens(last):,} tokens; with BUDGET = {BUDGET:,} it should stay under that")
 
