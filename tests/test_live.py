@@ -44,7 +44,9 @@ def test_a_live_run_sends_the_tools_and_shows_the_transcript(api, solved):
     first = api.requests[0]["body"]
     assert first["model"] == "claude-test" and first["max_tokens"] == 8192
     assert [tool["name"] for tool in first["tools"]] == ["ls", "read", "bash", "edit", "write"]
-    assert "write only to create new files" in first["system"]
+    assert "write only to create new files" in first["system"][0]["text"]
+    assert first["system"][0]["cache_control"] == {"type": "ephemeral"}, "the system prompt is cached"
+    assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"} and "cache_control" not in first["tools"][0]
     assert api.requests[1]["body"]["messages"][-1]["content"][0]["tool_use_id"] == "toolu_1"
     assert "• Read stash/extract.py (22 lines)" in done.stdout
     assert "in 1,200 · out 40 · cached 300" in done.stdout and "$" in done.stdout

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rover.context import BUDGET, trim
 from rover.display import Display, Silent
 from rover.model import Model, Reply
 from rover.tools import execute, schemas
@@ -35,6 +36,7 @@ class Agent:
         """Work on `task` until the model ends its turn; return its final words."""
         self.messages.append({"role": "user", "content": task})
         for _ in range(self.max_turns):
+            self.messages = trim(self.messages, BUDGET)  # lesson 8: old tool results give way to stubs
             reply = self.model.complete(self.system, self.messages, schemas())
             self.display.reply(reply)
             self.messages.append({"role": "assistant", "content": reply.content})

@@ -63,6 +63,8 @@ class Transcript:
         args = call.get("input") or {}
         mark = "[red]✗[/]" if result.is_error else "[cyan]•[/]"
         self.console.print(f"{mark} {_escape(_headline(call.get('name', '?'), args, result))}")
+        if result.text.startswith("↺ repaired:"):  # lesson 7's notes: what the registry mended in the call
+            self.console.print(f"[yellow]  {_escape(result.text.splitlines()[0])}[/]")
         lines = [line for line in result.text.splitlines() if line.strip()]
         if call.get("name") == "bash":
             self._dim(lines[-6:])
@@ -109,7 +111,7 @@ class Transcript:
 
 
 def _headline(name: str, args: dict, result: ToolResult) -> str:
-    path = args.get("path", ".")
+    path = args.get("path") or args.get("filePath") or args.get("file_path") or "."  # as sent, before repair
     if name == "read" and not result.is_error:
         shown = sum(1 for line in result.text.splitlines() if line[:6].strip().isdigit() and line[6:7] == "\t")
         return f"Read {path} ({shown} lines)"

@@ -31,11 +31,22 @@ class AnthropicModel:
 
     def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
         response = self.client.messages.create(
-            model=self.name, max_tokens=self.max_tokens, system=system, messages=messages, tools=tools
+            model=self.name, max_tokens=self.max_tokens, system=_cached_system(system), messages=messages,
+            tools=_cached_tools(tools),
         )
         content = [block.model_dump(mode="json", exclude_none=True) for block in response.content]
         usage = response.usage.model_dump(mode="json", exclude_none=True) if response.usage else {}
         return Reply(content, response.stop_reason or "end_turn", usage)
+
+
+def _cached_system(system: str) -> list[dict] | str:
+    """The system prompt is the same on every turn: mark it for prompt caching (cache reads cost a tenth)."""
+    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}] if system else system
+
+
+def _cached_tools(tools: list[dict]) -> list[dict]:
+    """A cache breakpoint on the last tool caches every tool definition before it too."""
+    return [*tools[:-1], {**tools[-1], "cache_control": {"type": "ephemeral"}}] if tools else tools
 
 
 def describe_failure(failure: Exception) -> str | None:

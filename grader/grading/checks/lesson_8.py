@@ -1,0 +1,208 @@
+"""Lesson 8: the context budget, through the seam (trim) and through the student's loop."""
+from __future__ import annotations
+
+import json
+import random
+
+from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks.lesson_0 import done, say, turn, use
+
+BUDGET = 20_000  # the lesson's BUDGET: the text asks to keep it
+SLACK = 1.15  # estimates differ a little (what is counted, JSON or not); the budget must hold within this
+
+
+def tokens(value: object) -> int:
+    """The grader's own estimate: the JSON text over 4, as the lesson describes."""
+    return len(json.dumps(value, ensure_ascii=False)) // 4
+
+
+def numbered(size: int, tag: str) -> str:
+    """About `size` characters of read-like output, different for every tag."""
+    lines, total = [], 0
+    while total < size:
+        line = f"{len(lines) + 1:>6}\t{tag} line {len(lines) + 1}: " + "x" * random.randint(30, 70)
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)
+
+
+def conversation(sizes: list[int], latest: int = 1500) -> tuple[list[dict], list[dict]]:
+    """A task, then one read or bash call per size with its result, the last one of `latest` characters."""
+    messages, calls = [{"role": "user", "content": "Find out why the feed parser drops dates."}], []
+    for number, size in enumerate([*sizes, latest], 1):
+        if number % 3:
+            call = use(f"toolu_{number:02}", "read", path=f"stash/module_{number}_{random.randint(100, 999)}.py")
+        else:
+            call = use(f"toolu_{number:02}", "bash", command=f"python -m pytest -k case_{number}_{random.randint(100, 999)}")
+        calls.append(call)
+        messages.append({"role": "assistant", "content": [say(f"Step {number}."), call]})
+        result = {"type": "tool_result", "tool_use_id": call["id"], "content": numbered(size, call["id"]), "is_error": number % 4 == 0}
+        messages.append({"role": "user", "content": [result]})
+    return messages, calls
+
+
+def trim(lab: Lab, messages: list[dict], budget: int) -> list[dict]:
+    sent = json.loads(json.dumps(messages))
+    trimmed = lab.call("rover.context", "trim", sent, budget)
+    expect(isinstance(trimmed, list) and all(isinstance(message, dict) for message in trimmed),
+           f"trim should return a list of messages, got {excerpt(trimmed)}")
+    return trimmed
+
+
+def result_texts(messages: list[dict]) -> list[str]:
+    """Each tool result's text: a string content, or the text blocks of a list content, joined."""
+    texts = []
+    for block in tool_results(messages):
+        content = block.get("content")
+        if isinstance(content, list):
+            content = "".join(str(part.get("text", "")) if isinstance(part, dict) else json.dumps(part) for part in content)
+        texts.append(content if isinstance(content, str) else json.dumps(content))
+    return texts
+
+
+def elided(before: list[dict], after: list[dict], budget: int) -> list[int]:
+    """Which tool results (0-based, in order) trim replaced; fails when it replaced none."""
+    old, new = result_texts(before), result_texts(after)
+    expect(len(old) == len(new), f"trim should keep every tool_result ({len(old)}), it returned {len(new)}")
+    changed = [index for index, (a, b) in enumerate(zip(old, new)) if a != b]
+    expect(changed, f"the conversation is about {tokens(before):,} tokens, over the budget of {budget:,}: "
+                    "trim should replace old tool results with stubs, but it changed none")
+    return changed
+
+
+def over(lab: Lab, sizes: list[int], budget: int, latest: int = 1500) -> tuple[list[dict], list[dict], list[dict], list[int]]:
+    messages, calls = conversation(sizes, latest)
+    trimmed = trim(lab, messages, budget)
+    return messages, calls, trimmed, elided(messages, trimmed, budget)
+
+
+def some_sizes(count: int = 9) -> list[int]:
+    return [random.randint(6_000, 12_000) for _ in range(count)]
+
+
+@check("context.under-budget")
+def under_budget(lab: Lab) -> None:
+    messages, _ = conversation(some_sizes(3))
+    kept = trim(lab, messages, tokens(messages) + 500)
+    expect(kept == messages, f"a conversation under the budget should be sent as it is; trim changed it to {excerpt(kept)}")
+    over(lab, some_sizes(), 10_000)
+
+
+@check("context.fits-budget")
+def fits_budget(lab: Lab) -> None:
+    budget = random.randint(9_000, 12_000)
+    messages, _, trimmed, _ = over(lab, some_sizes(10), budget)
+    expect(tokens(trimmed) <= budget * SLACK,
+           f"from about {tokens(messages):,} tokens, trim should get under the budget of {budget:,} (about 4 characters a token), "
+           f"but what it returned is still about {tokens(trimmed):,}")
+
+
+@check("context.oldest-first")
+def oldest_first(lab: Lab) -> None:
+    sizes = [7_000, 9_000, 6_000, 8_000, 7_500, 11_000]
+    messages, _ = conversation(sizes)
+    stubbed = json.loads(json.dumps(messages))
+    for message in stubbed[2:10:2]:  # the four oldest results as short stubs: what a good trim gets to
+        message["content"][0]["content"] = "[elided: " + "s" * 200 + "]"
+    budget = tokens(stubbed) + 400
+    trimmed = trim(lab, messages, budget)
+    replaced = elided(messages, trimmed, budget)
+    expect(replaced == list(range(len(replaced))),
+           f"the oldest results go first: trim replaced results {[n + 1 for n in replaced]} of {len(sizes) + 1}, not a run from the first")
+    expect(len(sizes) - 1 not in replaced,
+           f"with a budget of {budget:,} tokens the most recent old results fit; trim replaced results {[n + 1 for n in replaced]}, "
+           f"including result {len(sizes)}, which it could have kept")
+
+
+@check("context.stub-one-line")
+def stub_one_line(lab: Lab) -> None:
+    messages, _, trimmed, replaced = over(lab, some_sizes(), 10_000)
+    texts = result_texts(trimmed)
+    for index in replaced:
+        stub = texts[index]
+        expect("\n" not in stub.strip() and len(stub) <= 400,
+               f"an elided result should be one line of text (at most 400 characters), result {index + 1} became {excerpt(stub)}")
+
+
+@check("context.stub-says-how")
+def stub_says_how(lab: Lab) -> None:
+    messages, calls, trimmed, replaced = over(lab, some_sizes(), 10_000)
+    texts = result_texts(trimmed)
+    for index in replaced:
+        call = calls[index]
+        wanted = call["input"].get("path") or call["input"].get("command")
+        expect(call["name"] in texts[index] and wanted in texts[index],
+               f"the stub should say what was elided and how to get it back: the tool ({call['name']}) and its input ({wanted}); got {excerpt(texts[index])}")
+
+
+@check("context.pairs")
+def pairs(lab: Lab) -> None:
+    messages, calls, trimmed, _ = over(lab, some_sizes(), 10_000)
+    expect([m.get("role") for m in trimmed] == [m.get("role") for m in messages],
+           f"trim should keep every message, in order ({len(messages)}), got {len(trimmed)} with roles {[m.get('role') for m in trimmed][:8]}...")
+    expect(trimmed[0] == messages[0], f"the task (the first message) must be kept as it was, got {excerpt(trimmed[0])}")
+    for number, (before, after) in enumerate(zip(messages, trimmed)):
+        if before["role"] == "assistant":
+            expect(after == before, f"assistant message {number} (with its tool_use) should be sent as it was, got {excerpt(after)}")
+    for before, after in zip(tool_results(messages), tool_results(trimmed)):
+        expect(after.get("tool_use_id") == before["tool_use_id"] and after.get("is_error") == before["is_error"] and after.get("type") == "tool_result",
+               f"a trimmed tool_result keeps its type, tool_use_id ({before['tool_use_id']}) and is_error ({before['is_error']}), got {excerpt({k: v for k, v in after.items() if k != 'content'})}")
+
+
+@check("context.latest-turn")
+def latest_turn(lab: Lab) -> None:
+    budget = random.randint(4_000, 6_000)
+    messages, _, trimmed, replaced = over(lab, some_sizes(5), budget, latest=budget * 4 + 8_000)
+    expect(trimmed[-2:] == messages[-2:],
+           f"the latest turn (the last tool_use and its result) must never be touched, even when it alone passes the budget; got {excerpt(trimmed[-1])}")
+    expect(replaced == list(range(5)), f"with the latest turn over the budget on its own, every older result should be elided, got {[n + 1 for n in replaced]}")
+
+
+@check("context.stable")
+def stable(lab: Lab) -> None:
+    messages, _, first, replaced = over(lab, some_sizes(), 10_000)
+    later, _ = conversation([random.randint(6_000, 9_000)])
+    for number, message in enumerate(later[1:], 1):  # one more turn, with ids of its own
+        for block in message["content"]:
+            for key in ("id", "tool_use_id"):
+                if key in block:
+                    block[key] = f"toolu_later_{(number + 1) // 2}"
+    longer = first + later[1:]
+    second = trim(lab, longer, tokens(longer) - 500)  # over again: something more has to go
+    before, after = result_texts(first), result_texts(second)
+    for index in replaced:
+        expect(after[index] == before[index],
+               f"trimming again must leave a stub as it was (so the front of the conversation stays the same and the prompt cache keeps hitting); "
+               f"result {index + 1} was {excerpt(before[index], 120)} and became {excerpt(after[index], 120)}")
+
+
+@check("context.loop-trims")
+def loop_trims(lab: Lab) -> None:
+    names = [f"big_{random.randint(100, 999)}_{n}.py" for n in range(3)]
+    for name in names:
+        lab.file(name, "".join(f"value_{n} = {'7' * random.randint(40, 60)}\n" for n in range(800)))
+    reads = [names[n % 3] for n in range(8)]
+    script = [turn(say(f"Reading {name}."), use(f"toolu_{n}", "read", path=name)) for n, name in enumerate(reads)]
+    run = lab.run_agent([*script, done("Read them all.")], "Read the big files.")
+    expect(len(run.calls) == len(script) + 1, f"the run should take {len(script) + 1} model calls, it took {len(run.calls)}")
+    last = run.calls[-1]["messages"]
+    sent = tool_results(last)
+    expect(len(sent) == len(reads), f"the last call should still carry all {len(reads)} tool results (some as stubs), got {len(sent)}")
+    first = str(sent[0].get("content"))
+    expect(len(first) <= 400 and reads[0] in first,
+           f"by the last turn the conversation is far over the budget: the first read's result should be sent as a one-line stub naming {reads[0]}; "
+           f"your loop sent {excerpt(first, 120)}")
+    expect(str(sent[-1].get("content")).count("\n") >= 700, "the latest read's result should be sent whole")
+    expect(tokens(last) <= BUDGET * SLACK, f"the last call sent about {tokens(last):,} tokens; with BUDGET = {BUDGET:,} it should stay under that")
+
+
+@check("context.stash-scenario")
+def stash_scenario(lab: Lab) -> None:
+    run = lab.scenario(8)
+    largest = max(tokens(call["messages"]) for call in run.calls)
+    expect(largest <= BUDGET * SLACK,
+           f"the long session should stay under BUDGET ({BUDGET:,} tokens) on every turn; its largest request was about {largest:,}")
+    fixed = (run.cwd / "stash/extract.py").read_text()
+    expect('"%a, %d %b %Y %H:%M:%S %z"' in fixed, "by its end the session fixes parse_date")
+    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]
+    expect(runs and "1 failed, 1 passed" in runs[-1], "stash's suite should end at '1 failed, 1 passed' after the fix")
