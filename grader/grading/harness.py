@@ -11,6 +11,8 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import os
+import tempfile
 import traceback
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +29,8 @@ WORKSPACE = [""]  # the workspace's path, to tell the student's frames from the 
 
 def answer(op: str, request: dict, workspace: str) -> dict:
     WORKSPACE[0] = workspace
+    if request.get("tempdir"):  # each check's temp files (bash's spill files...) in a folder of the check's own
+        tempfile.tempdir = os.environ["TMPDIR"] = request["tempdir"]
     try:
         return {"ok": OPS[op](request)}
     except Refused as refusal:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,9 +79,11 @@ class Lab:
     same harness runs in this process instead, with no sandbox at all.
     """
 
-    def __init__(self, workspace: Path, tmp: Path, worker: Any = None, deadline: float = math.inf, stopping: Any = None):
+    def __init__(self, workspace: Path, tmp: Path, worker: Any = None, deadline: float = math.inf, stopping: Any = None,
+                 temp: Path | None = None):
         self.workspace = workspace
         self.tmp = tmp
+        self.temp_dir = temp or Path(tempfile.gettempdir())  # the student's code's temp folder (TMPDIR) for this check alone
         self._worker = worker or _InProcess(workspace)
         self._deadline = deadline
         self._stopping = stopping or threading.Event()
@@ -122,19 +125,20 @@ class Lab:
         return result
 
     def measure(self, name: str, **args: Any) -> tuple[Result, int]:
-        """A tool call and the extra memory (bytes) it took: the worker's peak RSS during the call over its RSS before.
+        """A tool call and the extra memory (bytes) it took: the worker's peak anonymous RSS during the call over before.
 
-        Measured from outside, in /proc. The call runs twice and the second run is measured, so what is paid once
+        Measured from outside, in /proc, sampled every half millisecond. Anonymous memory is what the code holds
+        (a file mapped with mmap is the page cache's, not the tool's, so it does not count). The call runs twice and the second run is measured, so what is paid once
         (imports at the top of a module or inside a function, first-use caches) never counts against the call.
         """
         if isinstance(self._worker, _InProcess):
             return self._worker.measure(lambda: self.tool(name, **args))
         self.tool(name, **args)
         self._ask("tool", name=name, settle=True)
-        before = self._worker.memory("VmRSS")
-        self._worker.reset_peak()
-        result = self.tool(name, **args)
-        return result, max(0, self._worker.memory("VmHWM") - before)
+        before = self._worker.memory("RssAnon")
+        with _Sampler(lambda: self._worker.memory("RssAnon")) as sampler:
+            result = self.tool(name, **args)
+        return result, max(0, sampler.peak - before)
 
     def schemas(self) -> list[dict]:
         """The tool definitions the student's registry offers."""
@@ -180,7 +184,7 @@ class Lab:
     def _ask(self, op: str, **fields: Any) -> Any:
         """One request to the worker; its `ok` data, or the student's exception raised as the check's end."""
         self._live()
-        answer = self._worker.request(op, self._deadline, self._stopping, **fields)
+        answer = self._worker.request(op, self._deadline, self._stopping, tempdir=str(self.temp_dir), **fields)
         if "ok" in answer:
             return answer["ok"]
         if "bad" in answer:
@@ -194,6 +198,35 @@ class Lab:
             from grader.grading.proxy import Stopped
 
             raise Stopped()
+
+
+class _Sampler:
+    """Reads a memory figure over and over on a thread of its own until the block ends; keeps the largest."""
+
+    def __init__(self, read):
+        self.read, self.peak = read, 0
+        self._done = threading.Event()
+
+    def __enter__(self) -> _Sampler:
+        self.peak = self.read()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.0005):
+            try:
+                self.peak = max(self.peak, self.read())
+            except OSError:  # the worker is gone: the call's own answer says why
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        try:
+            self.peak = max(self.peak, self.read())
+        except OSError:
+            pass
 
 
 class _InProcess:

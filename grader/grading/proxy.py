@@ -169,13 +169,10 @@ class Worker:
         return _dump_stack([self.pid] if self.pid else children(self.keeper), self.scratch / CRASH_LOG, self.workspace)
 
     def memory(self, field: str) -> int:
-        """VmRSS or VmHWM of the worker proper, in bytes, read from /proc."""
+        """A figure of /proc/PID/status (RssAnon, VmRSS, VmHWM) of the worker proper, in bytes."""
         status = Path(f"/proc/{self.pid}/status").read_text()
         found = re.search(rf"^{field}:\s+(\d+) kB", status, flags=re.MULTILINE)
         return int(found.group(1)) * 1024 if found else 0
-
-    def reset_peak(self) -> None:
-        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
 
     def stop(self) -> None:
         """End the worker and everything below it (the keeper does the sweep; this makes sure)."""

@@ -187,9 +187,9 @@ class _Run:
         return worker
 
     def _judge(self, check: Check, worker: Worker) -> Outcome:
-        tmp = self.folder.folder("check")
+        tmp, temp = self.folder.folder("check"), self.folder.folder("temp")
         started = time.monotonic()
-        lab = Lab(self.workspace, tmp, worker, started + self.time_limit, self.stopping)
+        lab = Lab(self.workspace, tmp, worker, started + self.time_limit, self.stopping, temp=temp)
         try:
             self.registry[check.id](lab)
             status, message = "passed", ""
@@ -207,6 +207,7 @@ class _Run:
             status, message = "error", f"the answer made no sense to the check ({type(confusion).__name__}: {confusion})"
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(temp, ignore_errors=True)
         return Outcome(check, status, _cut(message), time.monotonic() - started)
 
 
