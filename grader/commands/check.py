@@ -8,7 +8,7 @@ import click
 
 from grader.course import kit
 from grader.grading.grade import Grade, dumps, grade
-from grader.course.workspace import here
+from grader.course.workspace import Workspace, here
 
 FAILURES_SHOWN = 3
 MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "error": "[red]✗ error[/]", "timeout": "[yellow]⧗ timeout[/]"}
@@ -18,9 +18,10 @@ MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "erro
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write a JUnit XML report here.")
 @click.option("--gradescope", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Gradescope results.json here.")
-def check_command(as_json: bool, junit: Path | None, gradescope: Path | None) -> None:
+@click.option("--lesson", type=click.IntRange(0, len(kit.lessons()) - 1), help="Grade as lesson N, whatever the answers file says (autograders, CI).")
+def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, lesson: int | None) -> None:
     """Grade this workspace: every check of every lesson so far."""
-    result = grade(here())
+    result = grade(here() if lesson is None else Workspace(here().path, lesson))
     if junit:
         from grader.grading.reports import write_junit
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.course.kit import Check
@@ -31,6 +31,7 @@ class Outcome:
     check: Check
     status: str  # passed | failed | error | timeout
     message: str = ""
+    seconds: float = 0.0  # wall time of the check, for the reports
 
     @property
     def passed(self) -> bool:
@@ -60,8 +61,9 @@ def _lane(workspace: Path, todo: queue.SimpleQueue, finished: dict[str, Outcome]
             except queue.Empty:
                 return
             worker = worker or _Worker(workspace)
+            started = time.monotonic()
             outcome = worker.run(check, time_limit)
-            finished[check.id] = outcome
+            finished[check.id] = outcome = replace(outcome, seconds=time.monotonic() - started)
             if outcome.status == "timeout" or not worker.alive():
                 worker.stop()
                 worker = None
