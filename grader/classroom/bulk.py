@@ -1,0 +1,205 @@
+"""Grade a whole class: find every workspace among the paths given, grade them in parallel, one row per student.
+
+A path may be a workspace, a folder of them, a git repository on disk (a `file://` URL or a bare repo, cloned
+into the run folder) or a zip (unpacked there). Anything that holds no workspace becomes a row that says so,
+never a silent zero. Each workspace is graded by `grade()` through the sandboxed runner in a process of its
+own, so one student's run can never touch another's.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from grader.course.workspace import ANSWERS, NotAWorkspace, Workspace
+from grader.grading.grade import Grade
+
+ZIP_LIMIT = 200 * 2**20  # bytes a submission may unpack to
+SKIP = {".git", "stash", "__pycache__", ".pytest_cache", "node_modules", ".venv"}
+
+
+@dataclass
+class Student:
+    """One row of the class: where it came from, and its grade or why there is none."""
+    name: str
+    source: str
+    path: Path | None = None
+    lesson: int | None = None
+    grade: Grade | None = None
+    problem: str = ""
+    seconds: float = 0.0
+
+    @property
+    def graded(self) -> bool:
+        return self.grade is not None
+
+
+@dataclass
+class ClassRun:
+    students: list[Student] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def collect(targets: list[str], scratch: Path, lesson: int | None = None) -> list[Student]:
+    """Every student among `targets`, in order; clones and zips are unpacked under `scratch`."""
+    students: list[Student] = []
+    for target in targets:
+        students.extend(_expand(target, scratch))
+    for student in students:
+        if student.path is not None and not student.problem:
+            _settle_lesson(student, lesson)
+    _unique_names(students)
+    return students
+
+
+def _expand(target: str, scratch: Path) -> list[Student]:
+    if target.startswith("file://") or (Path(target).is_dir() and _is_bare_repo(Path(target))):
+        return [_clone(target, scratch)]
+    if target.split(":", 1)[0] in ("http", "https", "ssh", "git") or target.startswith("git@"):
+        return [Student(_stem(target), target, problem="only repositories on disk are graded (a path or file:// URL); clone it first")]
+    path = Path(target)
+    if path.is_file() and path.suffix == ".zip":
+        return [_unzip(path, scratch)]
+    if not path.exists():
+        return [Student(path.name or target, target, problem="no such file or folder")]
+    if path.is_dir() and (path / ANSWERS).is_file():
+        return [Student(path.resolve().name, target, path)]
+    if path.is_dir():
+        entries = sorted(entry for entry in path.iterdir() if not entry.name.startswith(".")
+                         and (entry.is_dir() or entry.suffix == ".zip"))
+        if entries:
+            return [student for entry in entries for student in _expand(str(entry), scratch)]
+    return [_find_inside(path, path.name, target)]
+
+
+def _find_inside(folder: Path, name: str, source: str) -> Student:
+    """A student's folder that holds their workspace one or two levels down (a zip's top folder, say)."""
+    if folder.is_dir():
+        found = sorted({answers.parent for depth in ("*/", "*/*/") for answers in folder.glob(depth + ANSWERS)
+                        if not SKIP & set(answers.relative_to(folder).parts[:-1])})
+        if len(found) == 1:
+            return Student(name, source, found[0])
+        if len(found) > 1:
+            return Student(name, source, problem=f"holds {len(found)} workspaces; name each one instead")
+    return Student(name, source, problem=f"not a Rover workspace (no {ANSWERS}; a workspace is made by `workshop start`)")
+
+
+def _clone(url: str, scratch: Path) -> Student:
+    name = _stem(url)
+    target = Path(tempfile.mkdtemp(prefix="clone-", dir=scratch)) / name
+    done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--no-recurse-submodules", url, str(target)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["git clone failed"])[-1]
+        return Student(name, url, problem=f"could not clone: {last}")
+    author = subprocess.run(["git", "log", "-1", "--format=%an"], cwd=target, capture_output=True, text=True).stdout.strip()
+    student = _find_inside(target, author or name, url) if not (target / ANSWERS).is_file() else Student(author or name, url, target)
+    return student
+
+
+def _unzip(archive: Path, scratch: Path) -> Student:
+    name = archive.stem
+    target = Path(tempfile.mkdtemp(prefix="zip-", dir=scratch))
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = bundle.infolist()
+            if sum(member.file_size for member in members) > ZIP_LIMIT:
+                return Student(name, str(archive), problem=f"unpacks to more than {ZIP_LIMIT // 2**20} MB")
+            for member in members:
+                if (member.external_attr >> 16) & 0o170000 == 0o120000:
+                    continue  # a symlink could point anywhere on the grader's machine
+                bundle.extract(member, target)  # zipfile strips absolute paths and `..` parts
+    except (zipfile.BadZipFile, OSError) as problem:
+        return Student(name, str(archive), problem=f"not a readable zip: {problem}")
+    return _find_inside(target, name, str(archive)) if not (target / ANSWERS).is_file() else Student(name, str(archive), target)
+
+
+def _settle_lesson(student: Student, lesson: int | None) -> None:
+    """The lesson graded: the instructor's `--lesson` when given (the answers file is the student's to edit)."""
+    if lesson is not None:
+        student.lesson = lesson
+        return
+    try:
+        student.lesson = Workspace.load(student.path).lesson
+    except (NotAWorkspace, OSError, UnicodeDecodeError) as problem:
+        student.problem = f"{problem} (or pass --lesson N)"
+
+
+def grade_all(students: list[Student], jobs: int | None = None, progress: Callable[[Student], None] | None = None) -> None:
+    """Grade every gradable student in place, `jobs` workspaces at a time, each in a fresh process."""
+    todo = [student for student in students if student.path is not None and not student.problem]
+    if not todo:
+        return
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    options = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    context = multiprocessing.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(["grader.classroom.bulk", "grader.grading.grade"])  # import once, fork per workspace
+    with ProcessPoolExecutor(workers, mp_context=context, **options) as pool:
+        pending = {pool.submit(_grade_one, str(student.path), student.lesson): student for student in todo}
+        try:
+            for future in as_completed(pending):
+                student = pending[future]
+                try:
+                    student.grade, student.seconds = future.result()
+                except Exception as crash:  # a grader failure on one workspace must not lose the class
+                    student.problem = f"the grader failed on this workspace: {type(crash).__name__}: {crash}"
+                if progress:
+                    progress(student)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def _grade_one(path: str, lesson: int) -> tuple[Grade, float]:
+    import time
+
+    from grader.grading.grade import grade
+
+    started = time.monotonic()
+    result = grade(Workspace(Path(path), lesson))
+    return result, time.monotonic() - started
+
+
+def _unique_names(students: list[Student]) -> None:
+    seen: dict[str, int] = {}
+    for student in students:
+        seen[student.name] = seen.get(student.name, 0) + 1
+        if seen[student.name] > 1:
+            student.name = f"{student.name} ({seen[student.name]})"
+
+
+def _stem(url: str) -> str:
+    tail = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return tail.removesuffix(".git") or url
+
+
+def _is_bare_repo(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+
+
+def run_class(targets: list[str], lesson: int | None = None, jobs: int | None = None,
+              progress: Callable[[Student], None] | None = None, on_collected: Callable[[list[Student]], None] | None = None) -> ClassRun:
+    """Collect, then grade; the clones and unpacked zips live in one run folder, removed however the run ends."""
+    import time
+
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="workshop-class-"))
+    try:
+        students = collect(targets, scratch, lesson)
+        if on_collected:
+            on_collected(students)
+        grade_all(students, jobs, progress)
+        for student in students:
+            student.path = student.path if student.path is None or scratch not in student.path.parents else None
+        return ClassRun(students, time.monotonic() - started)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
