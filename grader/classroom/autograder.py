@@ -30,8 +30,11 @@ root="${{WORKSHOP_AUTOGRADER_ROOT:-{root}}}"
 if ! command -v git >/dev/null || ! python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
   apt-get install -y -q python3 python3-venv python3-pip git
 fi
-python3 -m venv --system-site-packages "$root/workshop-venv"
-"$root/workshop-venv/bin/python" -m pip install --quiet --disable-pip-version-check "$root/source/{wheel}"
+# WORKSHOP_AUTOGRADER_VENV_FLAGS: e.g. --system-site-packages, to reuse installed dependencies (offline tests).
+python3 -m venv ${{WORKSHOP_AUTOGRADER_VENV_FLAGS:-}} "$root/workshop-venv"
+pip=("$root/workshop-venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+"${{pip[@]}}" "$root/source/{wheel}"
+"${{pip[@]}}" --force-reinstall --no-deps "$root/source/{wheel}"  # this kit, even if another copy is visible
 """
 
 RUN = """#!/usr/bin/env bash

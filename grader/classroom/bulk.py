@@ -35,7 +35,8 @@ class Student:
     lesson: int | None = None
     grade: Grade | None = None
     problem: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time of its grading
+    cpu_seconds: float = 0.0  # CPU time of its grading, worker processes included
 
     @property
     def graded(self) -> bool:
@@ -149,7 +150,7 @@ def grade_all(students: list[Student], jobs: int | None = None, progress: Callab
             for future in as_completed(pending):
                 student = pending[future]
                 try:
-                    student.grade, student.seconds = future.result()
+                    student.grade, student.seconds, student.cpu_seconds = future.result()
                 except Exception as crash:  # a grader failure on one workspace must not lose the class
                     student.problem = f"the grader failed on this workspace: {type(crash).__name__}: {crash}"
                 if progress:
@@ -159,14 +160,21 @@ def grade_all(students: list[Student], jobs: int | None = None, progress: Callab
             raise
 
 
-def _grade_one(path: str, lesson: int) -> tuple[Grade, float]:
+def _grade_one(path: str, lesson: int) -> tuple[Grade, float, float]:
+    """Runs in a fresh process per workspace; its CPU time covers the workers it waited for."""
+    import resource
     import time
 
     from grader.grading.grade import grade
 
-    started = time.monotonic()
+    started, cpu = time.monotonic(), _cpu(resource)
     result = grade(Workspace(Path(path), lesson))
-    return result, time.monotonic() - started
+    return result, time.monotonic() - started, _cpu(resource) - cpu
+
+
+def _cpu(resource) -> float:
+    own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
 
 
 def _unique_names(students: list[Student]) -> None:

@@ -47,6 +47,7 @@ def as_json(run: ClassRun) -> dict:
     return {
         "students": [
             {"name": student.name, "source": student.source, "lesson": student.lesson, "problem": student.problem or None,
+             "seconds": round(student.seconds, 3), "cpu_seconds": round(student.cpu_seconds, 3),
              "grade": student.grade.as_json() if student.graded else None}
             for student in run.students
         ],
