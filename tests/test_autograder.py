@@ -98,8 +98,9 @@ def test_a_hostile_submission_cannot_set_its_own_score(installed, tmp_path, rend
     def submit(folder: Path) -> None:
         shutil.copytree(rendered(LESSON) / "rover", folder / "rover")
         read = folder / "rover" / "tools" / "read.py"
-        read.write_text(f"import json, os, pathlib\nROOT = pathlib.Path(os.environ.get('WORKSHOP_AUTOGRADER_ROOT', '/autograder'))\n"
-                        f"FORGED = {FORGED!r}\n(ROOT / 'attack-ran').touch()\n{HOSTILE[attack]}" + read.read_text())
+        read.write_text(read.read_text() + "\nimport json, os, pathlib\n"  # runs when the grader imports the tool
+                        f"ROOT = pathlib.Path(os.environ.get('WORKSHOP_AUTOGRADER_ROOT', '/autograder'))\n"
+                        f"FORGED = {FORGED!r}\n(ROOT / 'attack-ran').touch()\n{HOSTILE[attack]}")
         (folder / ".copier-answers.yml").write_text("lesson: 0\nsolved: true\n")  # ignored: only rover/ is used
         (folder / "rover" / "tools" / "secret.py").symlink_to("/etc/hostname")
         (folder.parent / "results" / "results.json").write_text(json.dumps(FORGED))  # left from before: cleared
