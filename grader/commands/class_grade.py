@@ -16,7 +16,7 @@ REPORT = click.Path(dir_okay=False, writable=True, path_type=Path)
 @click.argument("targets", nargs=-1, required=True, metavar="DIR...")
 @click.option("--lesson", type=click.IntRange(0, len(kit.lessons()) - 1),
               help="Grade everyone as lesson N (the students' answers files are not trusted then).")
-@click.option("--jobs", type=click.IntRange(min=1), help="Workspaces graded at once (default: one per core).")
+@click.option("--jobs", type=click.IntRange(min=1), help="Workspaces graded at once (default: 4 per core).")
 @click.option("--csv", "csv_file", type=REPORT, help="Write one row per student, one column per check.")
 @click.option("--html", "html_file", type=REPORT, help="Write an HTML report with the checks failing most.")
 @click.option("--json", "json_file", type=REPORT, help="Write every student's grade as JSON.")
