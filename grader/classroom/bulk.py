@@ -84,7 +84,9 @@ def _expand(target: str, scratch: Path) -> list[Student]:
 
 
 def _find_inside(folder: Path, name: str, source: str) -> Student:
-    """A student's folder that holds their workspace one or two levels down (a zip's top folder, say)."""
+    """A student's folder that is their workspace, or holds it one or two levels down (a zip's top folder, say)."""
+    if (folder / ANSWERS).is_file():
+        return Student(name, source, folder)
     if folder.is_dir():
         found = sorted({answers.parent for depth in ("*/", "*/*/") for answers in folder.glob(depth + ANSWERS)
                         if not SKIP & set(answers.relative_to(folder).parts[:-1])})
@@ -104,8 +106,7 @@ def _clone(url: str, scratch: Path) -> Student:
         last = (done.stderr.strip().splitlines() or ["git clone failed"])[-1]
         return Student(name, url, problem=f"could not clone: {last}")
     author = subprocess.run(["git", "log", "-1", "--format=%an"], cwd=target, capture_output=True, text=True).stdout.strip()
-    student = _find_inside(target, author or name, url) if not (target / ANSWERS).is_file() else Student(author or name, url, target)
-    return student
+    return _find_inside(target, author or name, url)
 
 
 def _unzip(archive: Path, scratch: Path) -> Student:
@@ -122,7 +123,7 @@ def _unzip(archive: Path, scratch: Path) -> Student:
                 bundle.extract(member, target)  # zipfile strips absolute paths and `..` parts
     except (zipfile.BadZipFile, OSError) as problem:
         return Student(name, str(archive), problem=f"not a readable zip: {problem}")
-    return _find_inside(target, name, str(archive)) if not (target / ANSWERS).is_file() else Student(name, str(archive), target)
+    return _find_inside(target, name, str(archive))
 
 
 def _settle_lesson(student: Student, lesson: int | None) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -21,11 +22,12 @@ MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "erro
 @click.option("--lesson", type=click.IntRange(0, len(kit.lessons()) - 1), help="Grade as lesson N, whatever the answers file says (autograders, CI).")
 def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, lesson: int | None) -> None:
     """Grade this workspace: every check of every lesson so far."""
+    started = datetime.now(timezone.utc)
     result = grade(here() if lesson is None else Workspace(here().path, lesson))
     if junit:
         from grader.grading.reports import write_junit
 
-        write_junit(result, junit)
+        write_junit(result, junit, started)
     if gradescope:
         from grader.grading.reports import write_gradescope
 

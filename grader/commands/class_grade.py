@@ -42,7 +42,11 @@ def class_grade_command(targets: tuple[str, ...], lesson: int | None, jobs: int 
         def graded(student: bulk.Student) -> None:
             progress.update(task, advance=1, description=student.name)
 
-        run = bulk.run_class(list(targets), lesson, jobs, graded, collected)
+        try:
+            run = bulk.run_class(list(targets), lesson, jobs, graded, collected)
+        except KeyboardInterrupt:
+            console.print("workshop: stopped; no report written")
+            sys.exit(130)
     _show(run, console)
     for report, write in ((csv_file, class_report.write_csv), (html_file, class_report.write_html), (json_file, class_report.write_json)):
         if report:
