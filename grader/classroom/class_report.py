@@ -129,7 +129,7 @@ def _students(run: ClassRun) -> str:
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin-bottom:2em}th,td{padding:.2em .5em;text-align:left;border-bottom:1px solid #eee}
+table{border-collapse:collapse;margin-bottom:2em}th,td{padding:.2em .5em;text-align:left;border-bottom:1px solid #eee;white-space:nowrap}
 .chart{width:40em}.bar{display:inline-block;height:1em;vertical-align:middle}.legend .bar{width:1em}
 .done{background:#2a9d4b}.open{background:#e9b949}.fail{background:#d1495b}
 .students td.passed{color:#2a9d4b}.students td.failed,.students td.error{color:#d1495b}.students td.timeout{color:#b07d00}
