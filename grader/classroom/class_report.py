@@ -121,7 +121,7 @@ def _students(run: ClassRun) -> str:
             for check in columns:
                 outcome = outcomes.get(check.id)
                 cells.append("<td></td>" if outcome is None else
-                             f"<td class={outcome.status} title='{escape(outcome.message[:300], quote=True)}'>{MARKS[outcome.status]}</td>")
+                             f"<td class={outcome.status} title='{escape(outcome.message[:300], quote=True)}'>{MARKS.get(outcome.status, '?')}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return (f"<h2>Students</h2><table class=students><tr><th>student</th><th>source</th><th>lesson</th><th>score</th>{head}</tr>"
             + "".join(rows) + "</table>")

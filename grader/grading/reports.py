@@ -32,7 +32,8 @@ def xml_safe(text: str) -> str:
 def reason(outcome: Outcome) -> str:
     """What went wrong, labelled with how it went wrong (a timeout is not a wrong answer), cut to a readable size."""
     message = outcome.message if len(outcome.message) <= MESSAGE_LIMIT else outcome.message[:MESSAGE_LIMIT] + " [cut]"
-    return f"{LABELS[outcome.status]}: {message}" if message else LABELS[outcome.status]
+    label = LABELS.get(outcome.status, outcome.status.capitalize())
+    return f"{label}: {message}" if message else label
 
 
 def write_junit(grade: Grade, path: Path, started: datetime | None = None) -> None:
