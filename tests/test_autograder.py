@@ -121,3 +121,8 @@ def test_rover_is_found_wherever_the_upload_put_it(tmp_path, rendered):
     shutil.copytree(rendered(LESSON) / "rover", tmp_path / "a" / "b" / "c" / "d" / "rover")
     assert find_rover(tmp_path) == tmp_path / "a" / "b" / "rover", "the shallowest wins"
     assert find_rover(tmp_path / "a" / "b" / "rover") == tmp_path / "a" / "b" / "rover", "or the upload is rover itself"
+    (tmp_path / "a" / "loop").symlink_to(tmp_path / "a")
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z" / "rover").symlink_to(tmp_path / "a" / "b" / "rover")
+    assert find_rover(tmp_path) == tmp_path / "a" / "b" / "rover", "links are not followed, loops end"
+    assert find_rover(tmp_path / "z") is None

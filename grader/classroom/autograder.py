@@ -101,13 +101,24 @@ def _digest(data: bytes) -> str:
 
 
 def find_rover(submission: Path) -> Path | None:
-    """The student's rover/ folder, wherever the upload put it (or the upload itself, if it is rover's insides)."""
-    def is_rover(folder: Path) -> bool:
-        return folder.is_dir() and not folder.is_symlink() and (folder / "tools").is_dir() and (folder / "agent.py").is_file()
+    """The student's rover/ folder, the shallowest anywhere in the upload (or the upload itself, if it is rover's insides).
 
-    candidates = [path for path in sorted(submission.rglob("rover"), key=lambda p: (len(p.parts), str(p)))
-                  if is_rover(path) and not JUNK & set(path.relative_to(submission).parts)]
-    return candidates[0] if candidates else (submission if is_rover(submission) else None)
+    Walked without following links, so a link loop or a link out of the submission leads nowhere.
+    """
+    def is_rover(folder: Path) -> bool:
+        return not folder.is_symlink() and (folder / "tools").is_dir() and (folder / "agent.py").is_file()
+
+    if is_rover(submission):
+        return submission
+    found = []
+    for folder, subfolders, _ in os.walk(submission):
+        subfolders[:] = sorted(name for name in subfolders if name not in JUNK)
+        found += [Path(folder) / "rover"] if "rover" in subfolders and is_rover(Path(folder) / "rover") else []
+    return min(found, key=lambda path: (len(path.parts), str(path)), default=None)
+
+
+def _size(folder: Path) -> int:
+    return sum((Path(here) / name).lstat().st_size for here, _, names in os.walk(folder) for name in names)
 
 
 def grade_submission(lesson: int, root: Path) -> dict:
@@ -121,7 +132,7 @@ def grade_submission(lesson: int, root: Path) -> dict:
     if rover is None:
         return _zero(f"No rover/ folder found in the submission (expected rover/agent.py and rover/tools/). "
                      f"Upload your workspace's rover folder, or the whole workspace.")
-    size = sum(path.stat().st_size for path in rover.rglob("*") if path.is_file() and not path.is_symlink())
+    size = _size(rover)
     if size > SUBMISSION_LIMIT:
         return _zero(f"The rover/ folder holds {size // 2**20} MB; at most {SUBMISSION_LIMIT // 2**20} MB is graded.")
     with tempfile.TemporaryDirectory(prefix="workshop-submission-") as scratch:
