@@ -121,3 +121,26 @@ def test_nothing_is_left_behind_and_bad_report_paths_are_one_line(classroom, tmp
     assert not {name for name in set(os.listdir(os.environ.get("TMPDIR", "/tmp"))) - before if name.startswith("workshop-class-")}
     result = _run(str(classroom), "--csv", str(tmp_path / "missing" / "c.csv"))
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "does not exist" in result.output
+
+
+def test_ctrl_c_stops_the_class_and_leaves_no_process(workspace, tmp_path):
+    import signal
+    import sys
+    import time
+
+    room = tmp_path / "slow-class"
+    room.mkdir()
+    for index in range(4):
+        workspace(2, solved=True).rename(room / f"s{index}")  # the bash checks wait on clocks: still busy after 2 s
+    grading = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "grade", str(room), "--json", str(tmp_path / "c.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(2)
+    grading.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    output, _ = grading.communicate(timeout=60)
+    assert grading.returncode == 130, output
+    assert time.monotonic() - stopped < 10 and "stopped" in output
+    assert not (tmp_path / "c.json").exists(), "an interrupted run writes no report"
+    time.sleep(0.5)
+    left = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(room) not in left, [line for line in left.splitlines() if str(room) in line]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -166,7 +167,10 @@ def grade_all(students: list[Student], jobs: int | None = None, progress: Callab
                     student.problem = f"the grader failed on this workspace: {type(crash).__name__}: {crash}"
                 if progress:
                     progress(student)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # as a terminal's Ctrl-C would: each grading process stops its own workers
+            for process in list(getattr(pool, "_processes", {}).values()):
+                if process.is_alive():
+                    os.kill(process.pid, signal.SIGINT)
             pool.shutdown(wait=True, cancel_futures=True)
             raise
 
