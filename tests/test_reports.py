@@ -158,3 +158,14 @@ def test_an_untouched_stub_earns_no_points_for_the_lessons_handed_out_solved(wor
     assert earlier and all(test["status"] == "passed" and test["max_score"] == 0 for test in earlier)
     assert results["score"] == 0, results["output"]
     assert all(outcome.seconds > 0 for outcome in result.outcomes), "every check's own time is measured"
+
+
+def test_the_github_classroom_result_counts_the_same_points(mixed):
+    from grader.grading.reports import classroom_results
+
+    result = classroom_results(mixed)
+    ones = kit.lesson(1).checks
+    assert result["status"] == "fail" and result["max_score"] == sum(check.points for check in ones)
+    assert sum(test["score"] for test in result["tests"]) == gradescope_results(mixed)["score"]
+    statuses = {test["name"].split(" ")[1]: test["status"] for test in result["tests"]}
+    assert (statuses[ones[1].id], statuses[ones[2].id], statuses[ones[3].id]) == ("fail", "error", "error")

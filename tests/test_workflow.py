@@ -6,6 +6,8 @@ dependencies (no network).
 """
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shutil
@@ -40,6 +42,7 @@ def _run_steps(workspace: Path, tmp_path: Path, variables: dict[str, str], path:
     [job] = _load(workspace)["jobs"].values()
     summary = tmp_path / "summary.md"
     env = {"PATH": path, "HOME": os.environ.get("HOME", str(tmp_path)), "GITHUB_STEP_SUMMARY": str(summary),
+           "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
            "PIP_NO_INDEX": "1", "TMPDIR": os.environ.get("TMPDIR", "/tmp"), "WORKSHOP_CACHE": os.environ["WORKSHOP_CACHE"]}
     for name, value in job.get("env", {}).items():
         env[name] = _expand(str(value), variables, env)
@@ -72,7 +75,12 @@ def test_the_workflow_is_valid_and_pinned_to_the_workspaces_lesson(rendered):
         [job] = workflow["jobs"].values()
         assert job["runs-on"] == "ubuntu-latest" and job["env"]["WORKSHOP_LESSON"] == str(lesson)
         uses = [step["uses"].split("@")[0] for step in job["steps"] if "uses" in step]
-        assert uses == ["actions/checkout", "actions/setup-python", "dorny/test-reporter"]
+        assert uses == ["actions/checkout", "actions/setup-python", "dorny/test-reporter",
+                        "classroom-resources/autograding-grading-reporter"]
+        [classroom] = [step for step in job["steps"] if "autograding-grading-reporter" in step.get("uses", "")]
+        runner = classroom["with"]["runners"]
+        assert classroom["env"][f"{runner.upper()}_RESULTS"] == "${{ steps.grade.outputs.result }}", "the reporter reads RUNNER_RESULTS"
+        assert job["name"] == "Autograding Tests", "the check run the reporter puts the points on"
         [grading] = [step for step in job["steps"] if "workshop check" in step.get("run", "")]
         assert '--lesson "$WORKSHOP_LESSON"' in grading["run"] and "--junit workshop-junit.xml" in grading["run"]
         [report] = [step for step in job["steps"] if step.get("uses", "").startswith("dorny/")]
@@ -89,6 +97,9 @@ def test_the_steps_grade_a_solved_workspace_and_write_the_summary(workspace, tmp
     assert summary.startswith("## workshop check, lesson 1") and "All 20 checks pass" in summary
     suites = list(JUnitXml.fromfile(str(root / "workshop-junit.xml")))
     assert sum(suite.tests for suite in suites) == 20 and all(suite.failures == suite.errors == 0 for suite in suites)
+    classroom = _classroom_result(tmp_path)
+    assert classroom["status"] == "pass" and classroom["max_score"] == 11
+    assert sum(test["score"] for test in classroom["tests"]) == 11, "the reporter's points: lesson 1's own checks"
 
 
 def test_a_failing_workspace_fails_the_job_but_still_reports(workspace, tmp_path, kit_env):
@@ -101,6 +112,15 @@ def test_a_failing_workspace_fails_the_job_but_still_reports(workspace, tmp_path
     assert "read.numbered" in (tmp_path / "summary.md").read_text()
     suites = {suite.name: suite for suite in JUnitXml.fromfile(str(root / "workshop-junit.xml"))}
     assert suites["lesson-1"].failures + suites["lesson-1"].errors > 0
+    classroom = _classroom_result(tmp_path)
+    assert classroom["status"] == "fail" and sum(test["score"] for test in classroom["tests"]) == 0
+    assert {test["status"] for test in classroom["tests"]} <= {"pass", "fail", "error"}
+
+
+def _classroom_result(tmp_path: Path) -> dict:
+    """What the reporter step would decode from the grading step's `result` output."""
+    [line] = [line for line in (tmp_path / "output.txt").read_text().splitlines() if line.startswith("result=")]
+    return json.loads(base64.b64decode(line.removeprefix("result=")))
 
 
 def test_without_the_kit_variable_the_install_step_says_what_to_set(workspace, tmp_path, kit_env):

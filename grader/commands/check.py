@@ -19,8 +19,9 @@ MARKS = {"passed": "[green]✓ passed[/]", "failed": "[red]✗ failed[/]", "erro
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write a JUnit XML report here.")
 @click.option("--gradescope", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Gradescope results.json here.")
+@click.option("--classroom", type=click.Path(dir_okay=False, path_type=Path), help="Also write GitHub Classroom's autograding result here.")
 @click.option("--lesson", type=click.IntRange(0, len(kit.lessons()) - 1), help="Grade as lesson N, whatever the answers file says (autograders, CI).")
-def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, lesson: int | None) -> None:
+def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, classroom: Path | None, lesson: int | None) -> None:
     """Grade this workspace: every check of every lesson so far."""
     started = datetime.now(timezone.utc)
     result = grade(here() if lesson is None else Workspace(here().path, lesson))
@@ -32,6 +33,10 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, le
         from grader.grading.reports import write_gradescope
 
         write_gradescope(result, gradescope)
+    if classroom:
+        from grader.grading.reports import write_classroom
+
+        write_classroom(result, classroom)
     if as_json:
         click.echo(dumps(result))
     else:

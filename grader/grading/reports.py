@@ -115,3 +115,21 @@ def _gradescope_test(outcome: Outcome, index: int, counts: bool) -> dict:
 
 def write_gradescope(grade: Grade, path: Path) -> None:
     path.write_text(json.dumps(gradescope_results(grade), indent=2), encoding="utf-8")
+
+
+def classroom_results(grade: Grade) -> dict:
+    """The result GitHub Classroom's autograding-grading-reporter reads (base64 of this, in a `<RUNNER>_RESULTS`
+    variable): the same points as on Gradescope, the graded lesson's checks only."""
+    own = [outcome for outcome in grade.outcomes if outcome.check.lesson == grade.lesson]
+    tests = [{"name": f"lesson-{outcome.check.lesson} {outcome.check.id}",
+              "status": "pass" if outcome.passed else "fail" if outcome.status == "failed" else "error",
+              "score": outcome.check.points if outcome.passed and outcome.check.lesson == grade.lesson else 0,
+              "message": "" if outcome.passed else reason(outcome),
+              "execution_time": f"{outcome.seconds:.2f}s"}
+             for outcome in grade.outcomes]
+    return {"version": 1, "status": "pass" if grade.passed else "fail",
+            "max_score": sum(outcome.check.points for outcome in own), "tests": tests}
+
+
+def write_classroom(grade: Grade, path: Path) -> None:
+    path.write_text(json.dumps(classroom_results(grade), indent=2), encoding="utf-8")
