@@ -47,7 +47,7 @@ def class_grade_command(targets: tuple[str, ...], lesson: int | None, jobs: int 
         except KeyboardInterrupt:
             console.print("workshop: stopped; no report written")
             sys.exit(130)
-    _show(run, console)
+    _show(run, Console(highlight=False))  # the table on stdout, the progress and notes on stderr
     for report, write in ((csv_file, class_report.write_csv), (html_file, class_report.write_html), (json_file, class_report.write_json)):
         if report:
             write(run, report)
