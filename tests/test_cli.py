@@ -91,7 +91,7 @@ def test_check_passes_on_a_solved_workspace_and_writes_reports(workspace, monkey
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     assert suite.get("tests") == str(total) and suite.get("failures") == "0"
     gradescope = json.loads((tmp_path / "gs.json").read_text())
-    assert gradescope["score"] == gradescope["max_score"] == total
+    assert gradescope["score"] == sum(test["max_score"] for test in gradescope["tests"]) == len(kit.lesson(1).checks)  # lesson 1's own checks
 
 
 def test_check_table_names_the_failure_and_the_hint_command(workspace, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -26,11 +27,14 @@ def _writable(ctx: click.Context, param: click.Parameter, path: Path | None) -> 
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), callback=_writable, help="Also write a JUnit XML report here.")
 @click.option("--gradescope", type=click.Path(dir_okay=False, path_type=Path), callback=_writable, help="Also write a Gradescope results.json here.")
+@click.option("--classroom", type=click.Path(dir_okay=False, path_type=Path), callback=_writable, help="Also write GitHub Classroom's autograding result here.")
 @click.option("--lesson", metavar="N", help="Grade as lesson N, whatever the workspace's answers file says (bulk grading, autograders).")
 @click.option("--all", "everything", is_flag=True, help="Show every check of every lesson, not only the current lesson's.")
-def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, lesson: str | None, everything: bool) -> None:
+def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, classroom: Path | None, lesson: str | None,
+                  everything: bool) -> None:
     """Grade this workspace: every check of every lesson so far."""
     workspace = workspace_for(lesson)
+    started = datetime.now(timezone.utc)
     try:
         result = grade(workspace)
     except KeyboardInterrupt:  # the runner has already stopped its workers and removed its files
@@ -38,18 +42,24 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, le
         click.echo("workshop: interrupted; nothing was graded", err=True)
         sys.exit(130)
     share_with_class(result)  # if this workspace joined a class board: posted in the background, never waited for
-    if junit:
-        from grader.grading.reports import write_junit
-
-        with written_atomically(junit) as partial:
-            write_junit(result, partial)
-    if gradescope:
-        from grader.grading.reports import write_gradescope
-
-        with written_atomically(gradescope) as partial:
-            write_gradescope(result, partial)
+    _reports(result, started, junit=junit, gradescope=gradescope, classroom=classroom)
     if as_json:
         click.echo(dumps(result))
     else:
         show(result, everything, workspace=workspace.path)
     sys.exit(0 if result.passed else 1)
+
+
+def _reports(result, started: datetime, **paths: Path | None) -> None:
+    """Each report asked for, written whole or not at all (a killed run leaves no file that claims a score)."""
+    if not any(paths.values()):
+        return
+    from grader.grading import reports
+
+    writers = {"junit": lambda target: reports.write_junit(result, target, started),
+               "gradescope": lambda target: reports.write_gradescope(result, target),
+               "classroom": lambda target: reports.write_classroom(result, target)}
+    for kind, path in paths.items():
+        if path:
+            with written_atomically(path) as partial:
+                writers[kind](partial)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import click
 
 from grader.commands.class_serve import serve_command
+from grader.commands.class_autograder import class_autograder_command
+from grader.commands.class_grade import class_grade_command
 
 
 @click.group("class")
@@ -12,3 +14,5 @@ def class_group() -> None:
 
 
 class_group.add_command(serve_command)
+class_group.add_command(class_grade_command)
+class_group.add_command(class_autograder_command)

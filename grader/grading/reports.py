@@ -1,36 +1,135 @@
-"""Grades in the formats other tools read: JUnit XML (CI dashboards) and Gradescope's results.json."""
+"""Grades in the formats other tools read: JUnit XML (CI dashboards) and Gradescope's results.json.
+
+Each follows its consumer's documented reading: JUnit as dorny/test-reporter, GitLab and Jenkins parse it
+(a `time` on every suite and case, the reason in the element text, XML 1.0 characters only); results.json as
+Gradescope's autograder spec describes it (only documented top-level keys; points for the graded lesson's
+own checks, earlier lessons as 0-point regression tests).
+"""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+from itertools import groupby
 from pathlib import Path
 
 from grader.grading.grade import Grade
+from grader.grading.runner import Outcome
+
+MESSAGE_LIMIT = 2000  # characters of one failure message kept in a report
+LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "timeout": "Timed out"}
+# Everything XML 1.0 cannot carry: C0 controls but tab/newline/return, lone surrogates, U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
 
-def write_junit(grade: Grade, path: Path) -> None:
-    failures = sum(outcome.status == "failed" for outcome in grade.outcomes)
-    errors = len(grade.outcomes) - failures - sum(outcome.passed for outcome in grade.outcomes)
-    suite = ET.Element("testsuite", name=f"workshop lesson-{grade.lesson}", tests=str(len(grade.outcomes)),
-                       failures=str(failures), errors=str(errors))
-    for outcome in grade.outcomes:
-        case = ET.SubElement(suite, "testcase", classname=f"lesson-{outcome.check.lesson}", name=outcome.check.id)
-        if not outcome.passed:
-            tag = "failure" if outcome.status == "failed" else "error"
-            ET.SubElement(case, tag, message=outcome.message, type=outcome.status).text = "\n".join(outcome.check.hints)
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+def xml_safe(text: str) -> str:
+    """`text` with every character XML cannot hold shown as an escape (`\\x1b`), so nothing is lost silently."""
+    return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}" if ord(match.group()) < 0x100
+                        else f"\\u{ord(match.group()):04x}", text)
+
+
+def reason(outcome: Outcome) -> str:
+    """What went wrong, labelled with how it went wrong (a timeout is not a wrong answer), cut to a readable size."""
+    message = outcome.message if len(outcome.message) <= MESSAGE_LIMIT else outcome.message[:MESSAGE_LIMIT] + " [cut]"
+    label = LABELS.get(outcome.status, outcome.status.capitalize())
+    return f"{label}: {message}" if message else label
+
+
+def write_junit(grade: Grade, path: Path, started: datetime | None = None) -> None:
+    """One <testsuite> per lesson inside <testsuites>; a failed check is a <failure>, a timeout or crash an <error>."""
+    stamp = (started or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    root = ET.Element("testsuites", name=f"workshop lesson-{grade.lesson}", **_counts(grade.outcomes))
+    for lesson, group in groupby(grade.outcomes, key=lambda outcome: outcome.check.lesson):
+        outcomes = list(group)
+        suite = ET.SubElement(root, "testsuite", name=f"lesson-{lesson}", timestamp=stamp, hostname="localhost",
+                              skipped="0", **_counts(outcomes))
+        for outcome in outcomes:
+            case = ET.SubElement(suite, "testcase", classname=f"lesson-{lesson}", name=xml_safe(outcome.check.id),
+                                 time=_seconds(outcome.seconds))
+            if not outcome.passed:
+                text = reason(outcome)
+                if outcome.check.hints:
+                    text += f"\n\nHint: {outcome.check.hints[0]}\n(more with `workshop hint {outcome.check.id}`)"
+                element = ET.SubElement(case, "failure" if outcome.status == "failed" else "error",
+                                        message=xml_safe(reason(outcome).splitlines()[0]),
+                                        type=outcome.status)
+                element.text = xml_safe(text)
+    ET.indent(root)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _counts(outcomes: list[Outcome]) -> dict[str, str]:
+    return {
+        "tests": str(len(outcomes)),
+        "failures": str(sum(outcome.status == "failed" for outcome in outcomes)),
+        "errors": str(sum(outcome.status in ("error", "timeout") for outcome in outcomes)),
+        "time": _seconds(sum(outcome.seconds for outcome in outcomes)),
+    }
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def gradescope_results(grade: Grade) -> dict:
+    """results.json as Gradescope documents it: the graded lesson's checks carry the points."""
+    own = [outcome for outcome in grade.outcomes if outcome.check.lesson == grade.lesson]
+    earlier = [outcome for outcome in grade.outcomes if outcome.check.lesson != grade.lesson]
+    score = sum(outcome.check.points for outcome in own if outcome.passed)
+    summary = (f"Lesson {grade.lesson}: {sum(o.passed for o in own)} of {len(own)} checks pass, "
+               f"{score} of {sum(o.check.points for o in own)} points.")
+    if earlier:
+        summary += (f" Earlier lessons (0 points, they show regressions): "
+                    f"{sum(o.passed for o in earlier)} of {len(earlier)} checks still pass.")
+    if grade.root_cause:
+        summary += f"\nThe code could not be imported: {grade.root_cause}"
+    return {
+        "score": score,
+        "execution_time": round(sum(outcome.seconds for outcome in grade.outcomes), 3),
+        "output": summary,
+        "output_format": "text",
+        "visibility": "visible",
+        "tests": [_gradescope_test(outcome, index, outcome.check.lesson == grade.lesson)
+                  for index, outcome in enumerate(grade.outcomes, start=1)],
+    }
+
+
+def _gradescope_test(outcome: Outcome, index: int, counts: bool) -> dict:
+    check = outcome.check
+    points = check.points if counts else 0
+    output = "" if outcome.passed else reason(outcome) + (f"\nHint: {check.hints[0]}" if check.hints else "")
+    return {
+        "name": f"lesson-{check.lesson} {check.id}: {check.title}" + ("" if counts else " (regression, 0 points)"),
+        "number": f"{check.lesson}.{index}",
+        "score": points if outcome.passed else 0,
+        "max_score": points,
+        "status": "passed" if outcome.passed else "failed",
+        "execution_time": round(outcome.seconds, 3),
+        "visibility": "visible",
+        "output": output,
+        "output_format": "text",
+        "tags": [f"lesson-{check.lesson}", outcome.status],
+    }
 
 
 def write_gradescope(grade: Grade, path: Path) -> None:
-    tests = [
-        {
-            "name": f"lesson-{outcome.check.lesson} {outcome.check.id}: {outcome.check.title}",
-            "score": outcome.check.points if outcome.passed else 0,
-            "max_score": outcome.check.points,
-            "status": "passed" if outcome.passed else "failed",
-            "output": "" if outcome.passed else f"{outcome.message}\nHint: {outcome.check.hints[0]}",
-        }
-        for outcome in grade.outcomes
-    ]
-    report = {"score": grade.score, "max_score": grade.max_score, "tests": tests}
-    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    path.write_text(json.dumps(gradescope_results(grade), indent=2), encoding="utf-8")
+
+
+def classroom_results(grade: Grade) -> dict:
+    """The result GitHub Classroom's autograding-grading-reporter reads (base64 of this, in a `<RUNNER>_RESULTS`
+    variable): the same points as on Gradescope, the graded lesson's checks only."""
+    own = [outcome for outcome in grade.outcomes if outcome.check.lesson == grade.lesson]
+    tests = [{"name": f"lesson-{outcome.check.lesson} {outcome.check.id}",
+              "status": "pass" if outcome.passed else "fail" if outcome.status == "failed" else "error",
+              "score": outcome.check.points if outcome.passed and outcome.check.lesson == grade.lesson else 0,
+              "message": "" if outcome.passed else reason(outcome),
+              "execution_time": f"{outcome.seconds:.2f}s"}
+             for outcome in grade.outcomes]
+    return {"version": 1, "status": "pass" if grade.passed else "fail",
+            "max_score": sum(outcome.check.points for outcome in own), "tests": tests}
+
+
+def write_classroom(grade: Grade, path: Path) -> None:
+    path.write_text(json.dumps(classroom_results(grade), indent=2), encoding="utf-8")

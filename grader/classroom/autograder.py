@@ -1,0 +1,191 @@
+"""A Gradescope autograder for one lesson: the zip, and the program `run_autograder` starts.
+
+The zip holds `setup.sh` (Python, git and the kit, from a wheel inside the zip: Gradescope's machine needs no
+access to the kit's repository) and `run_autograder`, which runs `python -m grader.classroom.autograder`:
+render a pristine lesson-N workspace, put the student's `rover/` into it (found wherever it sits in the
+submission; nothing else of theirs is used), grade it as lesson N, and write results.json last, replacing
+whatever the student's code may have put there. `WORKSHOP_AUTOGRADER_ROOT` stands in for /autograder.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = "/autograder"
+SUBMISSION_LIMIT = 50 * 2**20  # bytes of rover/ code accepted
+JUNK = {"__pycache__", ".pytest_cache", ".git"}
+COURSE_PARTS = ("copier.yml", "lessons", "rover", "solutions", "stash")  # what a wheel carries under grader/kit/
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the image: Python 3.10+, git, and the workshop kit.
+set -euo pipefail
+root="${{WORKSHOP_AUTOGRADER_ROOT:-{root}}}"
+if ! command -v git >/dev/null || ! python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+  apt-get install -y -q python3 python3-venv python3-pip git
+fi
+# WORKSHOP_AUTOGRADER_VENV_FLAGS: e.g. --system-site-packages, to reuse installed dependencies (offline tests).
+python3 -m venv ${{WORKSHOP_AUTOGRADER_VENV_FLAGS:-}} "$root/workshop-venv"
+pip=("$root/workshop-venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+"${{pip[@]}}" "$root/source/{wheel}"
+"${{pip[@]}}" --force-reinstall --no-deps "$root/source/{wheel}"  # this kit, even if another copy is visible
+"""
+
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: grade it as lesson {lesson}, write results/results.json.
+root="${{WORKSHOP_AUTOGRADER_ROOT:-{root}}}"
+exec "$root/workshop-venv/bin/python" -m grader.classroom.autograder --lesson {lesson} --root "$root"
+"""
+
+
+def build(lesson: int, output: Path) -> Path:
+    """The autograder zip for `lesson`: setup.sh, run_autograder and the kit's wheel, at the zip's root."""
+    with tempfile.TemporaryDirectory(prefix="workshop-autograder-") as scratch:
+        wheel = build_wheel(Path(scratch))
+        with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as bundle:
+            _add(bundle, "setup.sh", SETUP.format(root=ROOT, wheel=wheel.name).encode(), executable=True)
+            _add(bundle, "run_autograder", RUN.format(root=ROOT, lesson=lesson).encode(), executable=True)
+            bundle.write(wheel, wheel.name)
+    return output
+
+
+def _add(bundle: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+    info.external_attr = (0o100755 if executable else 0o100644) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    bundle.writestr(info, data)
+
+
+def build_wheel(folder: Path) -> Path:
+    """A wheel of the kit as installed here (package and course), written without a build backend or network."""
+    from importlib import metadata
+
+    import grader
+    from grader.course import kit
+
+    dist = metadata.distribution("workshop-kit")
+    package = Path(grader.__file__).resolve().parent
+    files = {f"grader/{path.relative_to(package).as_posix()}": path for path in _tree(package)}
+    if kit.root() != package / "kit":  # a clone or an editable install keeps the course beside the package
+        for part in COURSE_PARTS:
+            source = kit.root() / part
+            for path in _tree(source) if source.is_dir() else [source]:
+                files[f"grader/kit/{path.relative_to(kit.root()).as_posix()}"] = path
+    info = f"workshop_kit-{dist.version}.dist-info"
+    contents = {name: path.read_bytes() for name, path in sorted(files.items())}
+    contents[f"{info}/METADATA"] = (dist.read_text("METADATA") or "").encode()
+    contents[f"{info}/entry_points.txt"] = (dist.read_text("entry_points.txt") or "[console_scripts]\nworkshop = grader.cli:main\n").encode()
+    contents[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: workshop-kit\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in contents.items()] + [f"{info}/RECORD,,"]
+    contents[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    wheel = folder / f"workshop_kit-{dist.version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, data in contents.items():
+            _add(out, name, data)
+    return wheel
+
+
+def _tree(folder: Path) -> list[Path]:
+    return [path for path in sorted(folder.rglob("*")) if path.is_file() and not path.is_symlink()
+            and not JUNK & set(path.relative_to(folder).parts) and path.suffix != ".pyc"]
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def find_rover(submission: Path) -> Path | None:
+    """The student's rover/ folder, the shallowest anywhere in the upload (or the upload itself, if it is rover's insides).
+
+    Walked without following links, so a link loop or a link out of the submission leads nowhere.
+    """
+    def is_rover(folder: Path) -> bool:
+        return not folder.is_symlink() and (folder / "tools").is_dir() and (folder / "agent.py").is_file()
+
+    if is_rover(submission):
+        return submission
+    found = []
+    for folder, subfolders, _ in os.walk(submission):
+        subfolders[:] = sorted(name for name in subfolders if name not in JUNK)
+        found += [Path(folder) / "rover"] if "rover" in subfolders and is_rover(Path(folder) / "rover") else []
+    return min(found, key=lambda path: (len(path.parts), str(path)), default=None)
+
+
+def _size(folder: Path) -> int:
+    return sum((Path(here) / name).lstat().st_size for here, _, names in os.walk(folder) for name in names)
+
+
+def grade_submission(lesson: int, root: Path) -> dict:
+    """Grade $root/submission as lesson `lesson`; the results.json data, written by the caller."""
+    from grader.course.render import render
+    from grader.course.workspace import Workspace
+    from grader.grading.grade import grade
+    from grader.grading.reports import gradescope_results
+
+    rover = find_rover(root / "submission")
+    if rover is None:
+        return _zero(f"No rover/ folder found in the submission (expected rover/agent.py and rover/tools/). "
+                     f"Upload your workspace's rover folder, or the whole workspace.")
+    size = _size(rover)
+    if size > SUBMISSION_LIMIT:
+        return _zero(f"The rover/ folder holds {size // 2**20} MB; at most {SUBMISSION_LIMIT // 2**20} MB is graded.")
+    with tempfile.TemporaryDirectory(prefix="workshop-submission-") as scratch:
+        workspace = render(lesson, Path(scratch) / "workspace")
+        shutil.rmtree(workspace / "rover")
+        shutil.copytree(rover, workspace / "rover", ignore=_unsafe)
+        return gradescope_results(grade(Workspace(workspace, lesson)))
+
+
+def _unsafe(folder: str, names: list[str]) -> list[str]:
+    """Leave out links (they could point anywhere on the grading machine) and caches."""
+    return [name for name in names if name in JUNK or os.path.islink(os.path.join(folder, name))]
+
+
+def _zero(message: str) -> dict:
+    return {"score": 0, "output": message, "output_format": "text", "visibility": "visible", "tests": []}
+
+
+def publish(results: dict, path: Path) -> None:
+    """Write results.json atomically, over anything (a file, a link, a folder) that was there before."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=".results-", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(results, out, indent=2)
+    _clear(path)
+    os.replace(temporary, path)
+
+
+def _clear(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run_autograder", description="Grade one Gradescope submission.")
+    parser.add_argument("--lesson", type=int, required=True)
+    parser.add_argument("--root", type=Path, default=Path(os.environ.get("WORKSHOP_AUTOGRADER_ROOT", ROOT)))
+    args = parser.parse_args(argv)
+    results_file = args.root / "results" / "results.json"
+    _clear(results_file)  # nothing the submission left there may stand as a result
+    try:
+        results = grade_submission(args.lesson, args.root)
+    except Exception as crash:  # the student still gets a page that says what happened, with 0 points
+        results = _zero(f"The autograder could not grade this submission ({type(crash).__name__}: {crash}). "
+                        f"Tell your instructor.")
+    publish(results, results_file)
+    print(f"lesson-{args.lesson}: score {results['score']}; wrote {results_file}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""`workshop class grade DIR...`: grade a whole class at once, with a progress bar and reports."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grader.course import kit
+from grader.errors import WorkshopError
+
+REPORT = click.Path(dir_okay=False, writable=True, path_type=Path)
+
+
+@click.command("grade")
+@click.argument("targets", nargs=-1, required=True, metavar="DIR...")
+@click.option("--lesson", type=click.IntRange(0, len(kit.lessons()) - 1),
+              help="Grade everyone as lesson N (the students' answers files are not trusted then).")
+@click.option("--jobs", type=click.IntRange(min=1), help="Workspaces graded at once (default: 4 per core).")
+@click.option("--csv", "csv_file", type=REPORT, help="Write one row per student, one column per check.")
+@click.option("--html", "html_file", type=REPORT, help="Write an HTML report with the checks failing most.")
+@click.option("--json", "json_file", type=REPORT, help="Write every student's grade as JSON.")
+def class_grade_command(targets: tuple[str, ...], lesson: int | None, jobs: int | None,
+                        csv_file: Path | None, html_file: Path | None, json_file: Path | None) -> None:
+    """Grade many workspaces: folders, folders of them, git repositories on disk, zips."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from grader.classroom import bulk, class_report
+
+    for report in (csv_file, html_file, json_file):
+        if report and not report.parent.is_dir():
+            raise WorkshopError(f"cannot write {report}: folder {report.parent} does not exist")
+    console = Console(stderr=True, highlight=False)
+    with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=console, transient=True) as progress:
+        task = progress.add_task("", total=None)
+
+        def collected(students: list[bulk.Student]) -> None:
+            progress.update(task, total=sum(1 for student in students if student.path and not student.problem))
+
+        def graded(student: bulk.Student) -> None:
+            progress.update(task, advance=1, description=student.name)
+
+        try:
+            run = bulk.run_class(list(targets), lesson, jobs, graded, collected)
+        except KeyboardInterrupt:
+            console.print("workshop: stopped; no report written")
+            sys.exit(130)
+    _show(run, Console(highlight=False))  # the table on stdout, the progress and notes on stderr
+    for report, write in ((csv_file, class_report.write_csv), (html_file, class_report.write_html), (json_file, class_report.write_json)):
+        if report:
+            write(run, report)
+            console.print(f"wrote {report}")
+    sys.exit(0 if all(student.graded and student.grade.passed for student in run.students) else 1)
+
+
+def _show(run, console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from grader.classroom.class_report import summary
+
+    table = Table(title=f"{len(run.students)} entries graded in {run.seconds:.1f} s", title_justify="left")
+    for column in ("student", "lesson", "score", "result"):
+        table.add_column(column)
+    for student in run.students:
+        if student.graded:
+            mark = "[green]✓[/]" if student.grade.passed else "[red]✗[/]"
+            table.add_row(escape(student.name), str(student.lesson), f"{student.grade.score}/{student.grade.max_score}",
+                          f"{mark} {summary(student)}")
+        else:
+            table.add_row(escape(student.name), "", "", f"[yellow]not graded:[/] {escape(student.problem)} [dim]({escape(student.source)})[/]")
+    console.print(table)
