@@ -181,10 +181,11 @@ def _grade_one(path: str, lesson: int, lanes: int) -> tuple[Grade, float, float]
     import time
 
     from grader.grading.grade import checks_up_to
-    from grader.grading.runner import run_checks
+    from grader.grading.runner import run_suite
 
     started, cpu = time.monotonic(), _cpu(resource)
-    result = Grade(lesson, run_checks(Path(path), checks_up_to(lesson), jobs=lanes))
+    suite = run_suite(Path(path), checks_up_to(lesson), jobs=lanes)
+    result = Grade(lesson, suite.outcomes, suite.root_cause)
     return result, time.monotonic() - started, _cpu(resource) - cpu
 
 
