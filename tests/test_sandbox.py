@@ -98,7 +98,8 @@ def test_a_hostile_submission_gains_nothing_and_leaves_nothing(workspace, tmp_pa
         assert any(says in entry["message"] for entry in named), [entry["message"] for entry in named][:3]
     assert left == {"tagged": [], "logged": [], "temp": [], "workspace": []}
     scores = json.loads(results.read_text())
-    assert scores["score"] == report["score"], "the results file must be the grader's, not a daemon's"
+    own = sum(entry["points"] for entry in report["checks"] if entry["lesson"] == report["lesson"] and entry["status"] == "passed")
+    assert scores["score"] == own, "the results file must be the grader's, not a daemon's"
 
 
 @pytest.mark.parametrize("name", ["loop_at_import", "recursion_at_import"])
