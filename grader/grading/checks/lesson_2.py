@@ -219,9 +219,10 @@ def missing_cwd(lab: Lab) -> None:
     text = results[0].text
     expect(results[0].is_error and (str(lab.tmp) in text or re.search(r"director|folder", text, re.IGNORECASE)),
            f"a working directory that does not exist should be an is_error result that names it ({lab.tmp}), got {excerpt(text)}")
-    left = _empty_temp_files() - before
-    for path in left:
-        path.unlink(missing_ok=True)
+    left = _empty_temp_files() - before  # may include a spill file another check just made: only a leak makes many
+    if len(left) >= 6:
+        for path in left:
+            path.unlink(missing_ok=True)
     expect(len(left) < 6, f"12 commands that could not start left {len(left)} empty files in {tempfile.gettempdir()}: expected none")
 
 
