@@ -84,9 +84,12 @@ def tail_lines(lab: Lab) -> None:
     total = random.randint(2500, 6000)
     output = parse(lab.ok("bash", command=f"seq 1 {total}"))
     kept = output.body.split("\n")
-    expect(kept == [str(n) for n in range(total - 1999, total + 1)],
-           f"{total} lines of output should be cut to the LAST 2000 ({total - 1999}-{total}), got {len(kept)} lines, {excerpt(kept[0], 20)} to {excerpt(kept[-1], 20)}")
-    expect_spill(lab, output, total - 1999, total, "2000-line", "".join(f"{n}\n" for n in range(1, total + 1)).encode())
+    try:
+        expect(kept == [str(n) for n in range(total - 1999, total + 1)],
+               f"{total} lines of output should be cut to the LAST 2000 ({total - 1999}-{total}), got {len(kept)} lines, {excerpt(kept[0], 20)} to {excerpt(kept[-1], 20)}")
+        expect_spill(lab, output, total - 1999, total, "2000-line", "".join(f"{n}\n" for n in range(1, total + 1)).encode())
+    finally:
+        tidy(output)
 
 
 @check("bash.tail-bytes")
@@ -95,10 +98,14 @@ def tail_bytes(lab: Lab) -> None:
     keep = CAP_BYTES // width
     output = parse(lab.ok("bash", command=f"for i in $(seq 1 1000); do printf '%0{width - 1}d\\n' $i; done"))
     kept = output.body.split("\n")
-    expect(len(kept) == keep and all(len(line) == width - 1 for line in kept),
-           f"1000 lines of {width} bytes under a 51,200-byte cap: expected the last {keep} whole lines, got {len(kept)}")
-    expect(int(kept[0]) == 1001 - keep and int(kept[-1]) == 1000, f"the lines kept should be the last ones, {1001 - keep} to 1000; got {kept[0]} to {kept[-1]}")
-    expect_spill(lab, output, 1001 - keep, 1000, "50.0KB")
+    try:
+        expect(len(kept) == keep and all(len(line) == width - 1 for line in kept),
+               f"1000 lines of {width} bytes under a 51,200-byte cap: expected the last {keep} whole lines, got {len(kept)}")
+        expect(kept[0].lstrip("0") == str(1001 - keep) and kept[-1].lstrip("0") == "1000",
+               f"the lines kept should be the last ones, {1001 - keep} to 1000; got {excerpt(kept[0].lstrip('0'), 20)} to {excerpt(kept[-1].lstrip('0'), 20)}")
+        expect_spill(lab, output, 1001 - keep, 1000, "50.0KB")
+    finally:
+        tidy(output)
 
 
 @check("bash.utf8-cut")
@@ -219,9 +226,10 @@ def missing_cwd(lab: Lab) -> None:
     text = results[0].text
     expect(results[0].is_error and (str(lab.tmp) in text or re.search(r"director|folder", text, re.IGNORECASE)),
            f"a working directory that does not exist should be an is_error result that names it ({lab.tmp}), got {excerpt(text)}")
-    left = _empty_temp_files() - before
-    for path in left:
-        path.unlink(missing_ok=True)
+    left = _empty_temp_files() - before  # may include a spill file another check just made: only a leak makes many
+    if len(left) >= 6:
+        for path in left:
+            path.unlink(missing_ok=True)
     expect(len(left) < 6, f"12 commands that could not start left {len(left)} empty files in {tempfile.gettempdir()}: expected none")
 
 
