@@ -5,6 +5,7 @@ import json
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -190,11 +191,22 @@ def test_ctrl_c_stops_watch_at_once_and_leaves_nothing_behind(started, tmp_path)
     read.write_text(read.read_text().replace("def run(", "def run(*args, **kwargs):\n    while True:\n        pass\n\n\ndef _run(", 1))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
+    tag = f"WATCH_TEST_{os.getpid()}_{time.monotonic_ns()}"
     watcher = subprocess.Popen([sys.executable, "-m", "grader.cli", "watch"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "TMPDIR": str(scratch)})
+                               text=True, env={**os.environ, "TMPDIR": str(scratch), tag: "1"})
 
     def workers() -> list[str]:
-        return subprocess.run(["pgrep", "-f", f"grader.grading.worker {root}"], capture_output=True, text=True).stdout.split()
+        """The grader's processes below the watch: they carry the run's mark and the test's tag in their environment."""
+        found = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if tag.encode() in environ and b"WORKSHOP_RUN=" in environ and state not in "ZX":
+                found.append(entry)
+        return found
 
     deadline = time.monotonic() + 30
     while len(workers()) < 2 and time.monotonic() < deadline:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +82,7 @@ class Lab:
                  temp: Path | None = None):
         self.workspace = workspace
         self.tmp = tmp
-        self.temp_dir = temp or Path(tempfile.gettempdir())  # the student's code's temp folder (TMPDIR) for this check alone
+        self.temp_dir = temp or _beside(tmp, ".temp")  # the student's code's TMPDIR, this check's alone
         self._worker = worker or _InProcess(workspace)
         self._deadline = deadline
         self._stopping = stopping or threading.Event()
@@ -198,6 +197,12 @@ class Lab:
             from grader.grading.proxy import Stopped
 
             raise Stopped()
+
+
+def _beside(folder: Path, suffix: str) -> Path:
+    path = folder.with_name(folder.name + suffix)
+    path.mkdir(exist_ok=True)
+    return path
 
 
 class _Sampler:
