@@ -61,3 +61,13 @@ def max_lesson() -> int:
     from grader.course import kit
 
     return len(kit.lessons()) - 1
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A class board's SQLite store in the test's own folder."""
+    from grader.classroom.store import Store
+
+    store = Store(tmp_path / "class.sqlite")
+    yield store
+    store.close()

@@ -21,13 +21,6 @@ from grader.cli import main
 
 
 @pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path / "class.sqlite")
-    yield store
-    store.close()
-
-
-@pytest.fixture
 def client(store):
     with TestClient(create_app(store)) as client:
         yield client

@@ -22,13 +22,6 @@ from grader.grading.runner import Outcome
 
 
 @pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path / "class.sqlite")
-    yield store
-    store.close()
-
-
-@pytest.fixture
 def board(store):
     with in_thread(create_app(store)) as url:
         yield url

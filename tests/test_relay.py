@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from grader.classroom.board import create_app
 from grader.classroom.relay import Relay
 from grader.classroom.serving import bind, in_thread
-from grader.classroom.store import Store
 
 INSTRUCTOR_KEY = "sk-ant-instructor-only"
 USAGE = {"input_tokens": 120, "output_tokens": 30}
@@ -78,13 +77,6 @@ def upstream():
     with in_thread(fake.app) as url:
         fake.url = url
         yield fake
-
-
-@pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path / "class.sqlite")
-    yield store
-    store.close()
 
 
 def relayed(store, upstream_url: str, budget: int = 10_000):

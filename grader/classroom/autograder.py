@@ -130,8 +130,8 @@ def grade_submission(lesson: int, root: Path) -> dict:
 
     rover = find_rover(root / "submission")
     if rover is None:
-        return _zero(f"No rover/ folder found in the submission (expected rover/agent.py and rover/tools/). "
-                     f"Upload your workspace's rover folder, or the whole workspace.")
+        return _zero("No rover/ folder found in the submission (expected rover/agent.py and rover/tools/). "
+                     "Upload your workspace's rover folder, or the whole workspace.")
     size = _size(rover)
     if size > SUBMISSION_LIMIT:
         return _zero(f"The rover/ folder holds {size // 2**20} MB; at most {SUBMISSION_LIMIT // 2**20} MB is graded.")

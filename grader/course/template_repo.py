@@ -8,6 +8,7 @@ changed. Old commits stay, so every workspace can be updated from the version it
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -30,8 +31,18 @@ def location() -> Path:
 
 
 def template_source() -> Path:
-    """The template repository, in step with the installed kit; returns its path."""
+    """The template repository, in step with the installed kit; returns its path.
+
+    Renders copy from its commits, so only the sync itself needs the lock (several `workshop start`s at once).
+    """
     repo = location()
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    with open(repo.parent / "template.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _sync(repo)
+
+
+def _sync(repo: Path) -> Path:
     if not (repo / ".git").is_dir():
         repo.mkdir(parents=True, exist_ok=True)
         _git(repo, "init", "-q")

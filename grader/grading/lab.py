@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +84,7 @@ class Lab:
                  temp: Path | None = None):
         self.workspace = workspace
         self.tmp = tmp
-        self.temp_dir = temp or _beside(tmp, ".temp")  # the student's code's TMPDIR, this check's alone
+        self.temp_dir = temp or _own_temp(self)  # the student's code's TMPDIR, this check's alone
         self._worker = worker or _InProcess(workspace)
         self._deadline = deadline
         self._stopping = stopping or threading.Event()
@@ -199,9 +201,10 @@ class Lab:
             raise Stopped()
 
 
-def _beside(folder: Path, suffix: str) -> Path:
-    path = folder.with_name(folder.name + suffix)
-    path.mkdir(exist_ok=True)
+def _own_temp(lab: Lab) -> Path:
+    """A temp folder for a Lab made without a runner (authoring tests), removed with the Lab."""
+    path = Path(tempfile.mkdtemp(prefix="workshop-lab-"))
+    weakref.finalize(lab, shutil.rmtree, path, True)
     return path
 
 

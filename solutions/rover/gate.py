@@ -133,10 +133,15 @@ def _command(words: list[str]) -> list[str]:
     """The words of the command a part really runs: past VAR=value, keywords and wrappers (and their
     options), with the program named without its folder (/bin/rm is rm)."""
     runs, wrapped = list(words), False
-    while runs and (ASSIGNMENT.match(runs[0]) or runs[0] in WRAPPERS or (wrapped and runs[0].startswith("-"))):
+    while runs and (ASSIGNMENT.match(runs[0]) or runs[0] in WRAPPERS or (wrapped and _option(runs[0]))):
         wrapped = wrapped or runs[0] in WRAPPERS
         runs.pop(0)
     return [runs[0].rsplit("/", 1)[-1], *runs[1:]] if runs else runs
+
+
+def _option(word: str) -> bool:
+    """A wrapper's option or its number (`nice -n 5`), never the command itself."""
+    return word.startswith("-") or word.isdigit()
 
 
 def load_rules(path: Path = RULES_FILE) -> dict:

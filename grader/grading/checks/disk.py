@@ -32,7 +32,9 @@ def count(text: str, piece: str) -> int:
 
 
 def numbers(text: str) -> set[int]:
-    return {int(found) for found in re.findall(r"\d+", text)}
+    """Every number the text states; `4,950` and `4_950` count as 4950 (and as their parts, to be lenient)."""
+    found = {int(run) for run in re.findall(r"\d+", text)}
+    return found | {int(re.sub(r"[,_]", "", run)) for run in re.findall(r"\d{1,3}(?:[,_]\d{3})+", text)}
 
 
 def leftovers(folder: Path, *expected: str) -> list[str]:

@@ -39,7 +39,9 @@ def name(rng: random.Random, suffix: str) -> str:
 def numbered_lines(lab: Lab) -> None:
     rng = random.Random()
     lines, path = text_lines(rng, rng.randint(4, 12)), name(rng, ".txt")
-    lines[rng.randrange(len(lines) - 1)] = "    " * rng.randint(1, 3) + rng.choice(WORDS)  # indentation is part of the line
+    indented, trailing = rng.sample(range(len(lines) - 1), 2)
+    lines[indented] = "    " * rng.randint(1, 3) + rng.choice(WORDS)  # indentation is part of the line
+    lines[trailing] = (lines[trailing] or rng.choice(WORDS)) + rng.choice([" ", "  ", "\t", " \t"])  # and so is trailing space
     lines[-1] = lines[-1] or "end"
     lab.file(path, "\n".join(lines) + "\n")
     result = lab.ok("read", path=path)

@@ -53,6 +53,11 @@ def utf8_bytes(lab: Lab) -> None:
     said = numbers(text)
     expect(size in said, f"the result should count UTF-8 bytes ({size}), not characters ({length}); "
                          f"the numbers it gives are {sorted(said) or 'none'}")
+    content = "".join(rng.choice(WORDS) + rng.choice(ACCENTED) + "\n" for _ in range(rng.randint(150, 700)))  # past 1 KiB
+    size = len(content.encode("utf-8"))
+    said = numbers(lab.ok("write", path=name, content=content).text)
+    expect(size in said, f"a bigger file needs its exact size too: expected {size} bytes (or {size:,}), "
+                         f"the numbers it gives are {sorted(said) or 'none'}")
 
 
 @check("write.exact")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import string
 import sys
 
@@ -117,7 +118,9 @@ def bypasses(lab: Lab) -> None:
     for command in (f'"rm" -rf {target}', f"'rm' -rf {target}", f"\\rm -rf {target}", f"r''m -rf {target}"):
         decides(lab, command, ("deny", "rm -rf"))
     for command in (f"bash -c 'rm -rf {target}'", f"env rm -rf {target}", f"$(echo rm) -rf {target}", f'sh -c "sudo rm {target}"',
-                    f"FOO=1 rm -rf {target}"):
+                    f"FOO=1 rm -rf {target}", f"/bin/rm -rf {target}", f"env /usr/bin/rm -rf {target}", f"nohup rm -rf {target}",
+                    f"xargs rm -rf {target}", f"time rm -rf {target}", f"nice rm -rf {target}", f"command rm -rf {target}",
+                    f"exec rm -rf {target}"):
         never_allowed(lab, command, OPEN, why=" (it runs a denied command in disguise)")
     for command in (f"cat notes.txt > {target}.py", f"echo 'alias ls=rm' >> {target}rc"):
         never_allowed(lab, command, why=": a redirection writes a file, so it is no longer read-only")
@@ -186,16 +189,21 @@ def paths(lab: Lab) -> None:
     (lab.tmp / "etc").symlink_to("/etc")
     expect("inside" in lab.ok("read", path="alias.txt").text, "a symlink that stays inside the working directory should still be read")
     escape = lab.tmp.parent / f"escape-{name()}.txt"
+    sibling = lab.tmp.with_name(lab.tmp.name + "-other")  # shares the working directory's name as a prefix
+    sibling.mkdir()
+    (sibling / "secret.txt").write_text("root: a sibling's secret\n")
     try:
         for tool, args in (("read", {"path": "/etc/passwd"}), ("read", {"path": "etc/passwd"}), ("read", {"path": f"../{name()}.txt"}),
                            ("write", {"path": f"../{escape.name}", "content": "out"}), ("ls", {"path": ".."}), ("search", {"pattern": "root", "path": "/etc"}),
-                           ("edit", {"path": f"../{escape.name}", "edits": [{"oldText": "a", "newText": "b"}]})):
+                           ("edit", {"path": f"../{escape.name}", "edits": [{"oldText": "a", "newText": "b"}]}),
+                           ("read", {"path": f"../{sibling.name}/secret.txt"})):
             result = lab.tool(tool, **args)
             expect(result.is_error and "root:" not in result.text,
                    f"{tool}({args}) leaves the working directory and should be refused, got {excerpt(result.text)}")
         expect(not escape.exists(), f"write(../{escape.name}) created a file outside the working directory")
     finally:
         escape.unlink(missing_ok=True)
+        shutil.rmtree(sibling, ignore_errors=True)
 
 
 @check("gate.stash-scenario")
