@@ -191,7 +191,8 @@ def background(lab: Lab) -> None:
 def drain_after_exit(lab: Lab) -> None:
     for attempt in range(4):  # what is left in the pipe at exit depends on timing: try a few times
         total, token = random.randint(5000, 9000), f"end-{random.randint(1000, 9999)}"
-        output = parse(lab.ok("bash", command=f"printf '%s\\n' $(seq 1 {total}); echo {token}"))
+        # a pause, then all of it in one burst right before bash exits: it is still in the pipe when bash is gone
+        output = parse(lab.ok("bash", command=f"sleep 0.2; printf '%s\\n' $(seq 1 {total}); echo {token}"))
         kept = output.body.split("\n")
         try:
             expect(kept[-1:] == [token] and len(kept) == 2000,

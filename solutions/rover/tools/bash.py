@@ -89,11 +89,12 @@ def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult
         ["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,  # its own process group: a timeout kills it all
     )
-    tail, spill = Tail(), None
+    spill = None
+    tail = Tail()
     try:  # the spill file only now, once the command runs: a command that cannot start leaves nothing behind
         with tempfile.NamedTemporaryFile(prefix="rover-bash-", suffix=".log", delete=False) as spill:
             timed_out = _pump(process, tail, spill, time.monotonic() + timeout)
-    except BaseException:  # Ctrl-C included: never leave the command running, or its spill file, behind us
+    except BaseException:  # Ctrl-C included: never leave the command running behind us, nor its spill file
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         if spill is not None:
