@@ -28,16 +28,28 @@ def check_json(folder: Path, **env: str) -> dict:
     return json.loads(done.stdout)
 
 
+def verdicts(folder: Path, **env: str) -> tuple[dict, dict[str, str]]:
+    """The report and each check's status; "the machine was too busy" is no verdict: graded again once, then left out."""
+    for _ in range(2):
+        report = check_json(folder, **env)
+        busy = {entry["id"] for entry in report["checks"] if entry["status"] == "error" and "too busy" in entry["message"]}
+        if not busy:
+            break
+    return report, {entry["id"]: entry["status"] for entry in report["checks"] if entry["id"] not in busy}
+
+
 @pytest.mark.parametrize("lesson", [2, 5, 8])
 def test_verdicts_are_the_same_with_the_linux_extras_off(workspace, lesson):
     for solved in (True, False):
         folder = workspace(lesson, solved)
-        usual, bare = check_json(folder), check_json(folder, **NO_LINUX_EXTRAS)
-        statuses = [{entry["id"]: entry["status"] for entry in report["checks"]} for report in (usual, bare)]
-        assert statuses[0] == statuses[1], {key: (statuses[0][key], statuses[1].get(key)) for key in statuses[0]
-                                            if statuses[0][key] != statuses[1].get(key)}
-        assert (usual["passed"], usual["score"]) == (bare["passed"], bare["score"]) == (solved, usual["score"])
+        (usual, usual_statuses), (bare, bare_statuses) = verdicts(folder), verdicts(folder, **NO_LINUX_EXTRAS)
         assert bare["sandbox"] == "process", "WORKSHOP_SANDBOX=process is the backend that graded"
+        both = usual_statuses.keys() & bare_statuses.keys()
+        assert len(both) >= 0.9 * len(usual["checks"]), "too few checks got a verdict to compare"
+        differ = {key: (usual_statuses[key], bare_statuses[key]) for key in both if usual_statuses[key] != bare_statuses[key]}
+        assert differ == {}, "(usual, extras off)"
+        passed = {status == "passed" for status in bare_statuses.values()}
+        assert passed == ({True} if solved else {True, False}), "the solution passes every check, the stub fails some"
 
 
 def test_native_windows_gets_one_line_and_exit_2(monkeypatch, capsys):
