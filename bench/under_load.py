@@ -59,12 +59,23 @@ class Tally:
                 self.examples.setdefault(check["id"], f"{check['status']}: {check['message'][:160]}")
 
 
+def run_grader(command: list[str], cwd: Path | None, env: dict, limit: float) -> str | None:
+    """The grader's stdout, or None when it took longer than `limit`; in its own group, stopped whatever happens."""
+    grader = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              start_new_session=True)
+    try:
+        return grader.communicate(timeout=limit)[0]
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        stop([grader])
+
+
 def grade(folder: Path, env: dict, tally: Tally) -> None:
     started = time.perf_counter()
     try:
-        done = subprocess.run(CHECK, cwd=folder, env=env, capture_output=True, text=True, timeout=LIMIT)
-        checks = json.loads(done.stdout)["checks"]
-    except (subprocess.TimeoutExpired, json.JSONDecodeError, KeyError):
+        checks = json.loads(run_grader(CHECK, folder, env, LIMIT) or "")["checks"]
+    except (json.JSONDecodeError, KeyError):
         checks = [{"id": f"(no report: {folder.name})", "status": "crashed", "message": "no JSON within the limit"}]
     tally.add(checks, time.perf_counter() - started)
 
@@ -72,8 +83,7 @@ def grade(folder: Path, env: dict, tally: Tally) -> None:
 def class_grade(students: Path, env: dict, tally: Tally) -> float:
     report = students.parent / "class.json"
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader.cli", "class", "grade", str(students), "--json", str(report)],
-                   env=env, capture_output=True, timeout=LIMIT * 4)
+    run_grader([sys.executable, "-m", "grader.cli", "class", "grade", str(students), "--json", str(report)], None, env, LIMIT * 4)
     wall = time.perf_counter() - started
     if not report.exists():
         tally.add([{"id": "(class grade wrote no report)", "status": "crashed", "message": ""}])
@@ -114,23 +124,26 @@ def start_background(count: int, scratch: Path, env: dict) -> list[subprocess.Po
     return loops
 
 
-def stop_background(loops: list[subprocess.Popen]) -> None:
-    """Ctrl-C to each loop's group (the graders stop their workers), then a kill for whatever is left, in 10 s."""
+def stop(leaders: list[subprocess.Popen]) -> None:
+    """Ctrl-C to each leader's group (a grader then stops its workers), then a kill for whatever is left after 10 s."""
     family = []
-    for loop in loops:
+    for leader in leaders:
         try:
-            family += [loop.pid, *(child.pid for child in psutil.Process(loop.pid).children(recursive=True))]
-            os.killpg(loop.pid, signal.SIGINT)
-        except (psutil.NoSuchProcess, ProcessLookupError):
+            family += [psutil.Process(leader.pid), *psutil.Process(leader.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:  # it has finished; what it left in its group still gets the Ctrl-C
             pass
-    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in family if psutil.pid_exists(pid)], timeout=10)
+        try:
+            os.killpg(leader.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    _, alive = psutil.wait_procs(family, timeout=10)
     for process in alive:
         try:
             process.kill()
         except psutil.NoSuchProcess:
             pass
-    for loop in loops:
-        loop.wait(timeout=10)
+    for leader in leaders:
+        leader.wait(timeout=10)
 
 
 def show(title: str, tally: Tally) -> None:
@@ -173,7 +186,7 @@ def main() -> None:
                     bulk_walls.append(class_grade(students, env, bulk))
                 bulk.walls = bulk_walls
             finally:
-                stop_background(loops)
+                stop(loops)
             print(f"background: {factor * cores} gradings in a loop ({factor}x the cores)")
             show("workshop check, each workspace", singles)
             show(f"workshop class grade of {len(os.listdir(students))} copies", bulk)
