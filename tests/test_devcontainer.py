@@ -50,6 +50,7 @@ def test_the_kit_requirement_is_written_in_at_start_and_survives_next(tmp_path, 
     ({"url": "https://example.invalid/workshop_kit-0.1.0-py3-none-any.whl", "archive_info": {}},
      "https://example.invalid/workshop_kit-0.1.0-py3-none-any.whl"),
     ({"url": "file:///home/me/workshop", "dir_info": {"editable": True}}, ""),  # a folder no container can see
+    ({"url": "https://me:s3cret@git.example.invalid/workshop", "vcs_info": {"vcs": "git", "commit_id": "ab12"}}, ""),
 ])
 def test_the_requirement_comes_from_where_pip_installed_the_kit(recorded, expected):
     assert requirement_from(recorded) == expected

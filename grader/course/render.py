@@ -19,8 +19,8 @@ def render(lesson: int, target: Path, solved: bool = False) -> Path:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # copier warns about a clone's uncommitted changes; they are meant
-        copier.run_copy(str(template_source()), str(target), data={"lesson": lesson, "solved": solved, "kit_requirement": kit_requirement()},
-                        defaults=True, quiet=True, overwrite=True, vcs_ref="HEAD")
+        answers = {"lesson": lesson, "solved": solved, "kit_requirement": kit_requirement()}
+        copier.run_copy(str(template_source()), str(target), data=answers, defaults=True, quiet=True, overwrite=True, vcs_ref="HEAD")
     copy_stash(target)
     return target
 

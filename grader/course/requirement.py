@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from importlib import metadata
+from urllib.parse import urlsplit
 
 DISTRIBUTION = "workshop-kit"
 UNSAFE = set('"$`\\\n\r')  # the requirement lands in a shell script, between double quotes
@@ -30,8 +31,8 @@ def installed_from() -> str:
 
 def requirement_from(direct_url: dict) -> str:
     url = str(direct_url.get("url", ""))
-    if not url.startswith(("https://", "http://", "ssh://")):
-        return ""
+    if not url.startswith(("https://", "http://", "ssh://")) or urlsplit(url).password:
+        return ""  # a folder only this machine has, or an address with a password the workspace must not carry
     vcs = direct_url.get("vcs_info")
     if isinstance(vcs, dict):
         revision = vcs.get("requested_revision") or vcs.get("commit_id")
