@@ -1,7 +1,21 @@
 """The `workshop` command: one click group, each command in a module of its own."""
 from __future__ import annotations
 
-import click
+import sys
+
+
+def refuse_native_windows() -> None:
+    """On native Windows, one line pointing at WSL2 or the dev container, and exit 2."""
+    if sys.platform == "win32":
+        print("workshop does not run on native Windows: run it inside WSL2 (`wsl --install`, then install the kit in "
+              "Ubuntu), or open the workspace in its dev container (.devcontainer/) in VS Code or Codespaces.",
+              file=sys.stderr)
+        raise SystemExit(2)
+
+
+refuse_native_windows()  # before importing anything that needs a POSIX system (fork, signals, fcntl)
+
+import click  # noqa: E402
 
 from grader.commands.check import check_command
 from grader.commands.classroom import class_group

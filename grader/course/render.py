@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 from grader.course import kit
+from grader.course.requirement import kit_requirement
 from grader.course.template_repo import template_source
 
 PRISTINE = shutil.ignore_patterns("__pycache__", ".pytest_cache", "*.pyc")
@@ -18,8 +19,8 @@ def render(lesson: int, target: Path, solved: bool = False) -> Path:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # copier warns about a clone's uncommitted changes; they are meant
-        copier.run_copy(str(template_source()), str(target), data={"lesson": lesson, "solved": solved},
-                        defaults=True, quiet=True, overwrite=True, vcs_ref="HEAD")
+        answers = {"lesson": lesson, "solved": solved, "kit_requirement": kit_requirement()}
+        copier.run_copy(str(template_source()), str(target), data=answers, defaults=True, quiet=True, overwrite=True, vcs_ref="HEAD")
     copy_stash(target)
     return target
 
