@@ -21,7 +21,8 @@ from grader.grading.processes import Usage
 from grader.grading.runfolder import MARK, RunFolder
 
 NAMES = ("bwrap", "seatbelt", "process")
-KNOBS = ("WORKSHOP_WORKER_MEMORY", "WORKSHOP_LINUX_EXTRAS", "WORKSHOP_TEST_TAG", "WORKSHOP_TEST_LOG", "WORKSHOP_TEST_RESULTS")
+KNOBS = ("WORKSHOP_WORKER_MEMORY", "WORKSHOP_LINUX_EXTRAS")  # the grader's knobs the worker reads
+TEST_HOOKS = "WORKSHOP_TEST_"  # what the kit's own hostile tests hand their fixtures (tags, paths, ports: no secret)
 FALLBACK_NOTE = "no sandbox on this machine ({why}): your code runs with your own rights; grades are the same"
 
 
@@ -52,7 +53,7 @@ class Boundary(Protocol):
 def environment(folder: RunFolder) -> dict[str, str]:
     """The student's side's whole environment: an allow-list, never the caller's keys, tokens or anything else."""
     keep = {key: value for key, value in os.environ.items()
-            if key in ("PATH", "LANG", "LANGUAGE", "TZ") or key.startswith("LC_") or key in KNOBS}
+            if key in ("PATH", "LANG", "LANGUAGE", "TZ") or key.startswith(("LC_", TEST_HOOKS)) or key in KNOBS}
     keep.setdefault("PATH", os.defpath)
     return {**keep, **folder.env()}
 

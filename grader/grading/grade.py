@@ -32,7 +32,8 @@ class Grade:
         return sum(outcome.check.points for outcome in self.outcomes)
 
     def first_failure(self) -> Outcome | None:
-        return next((outcome for outcome in self.outcomes if not outcome.passed), None)
+        """The first check the code failed; a check the machine was too busy to finish is not one."""
+        return next((outcome for outcome in self.outcomes if not outcome.passed and not outcome.busy), None)
 
     def as_json(self) -> dict:
         return {
