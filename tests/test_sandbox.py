@@ -72,7 +72,8 @@ def _state(pid: int) -> str:
         return ""
 
 
-def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, timeout: float = 300, solved: bool = True, append=True):
+def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, timeout: float = 300, solved: bool = True, append=True,
+                  extra_env: dict | None = None):
     """Grade a workspace with the fixture in it, with canary secrets about; what is left after it, outside the run folder."""
     import socket
 
@@ -96,7 +97,7 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
     env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home), "ANTHROPIC_API_KEY": CANARY_KEY,
            "WORKSHOP_TEST_LOG": str(log), "WORKSHOP_TEST_RESULTS": str(results), "WORKSHOP_TEST_TAG": tag,
            "WORKSHOP_TEST_CANARY": str(home / ".canary"), "WORKSHOP_TEST_PORT": str(listener.getsockname()[1]),
-           "WORKSHOP_BACKSTOP": "1000"}  # only CPU budgets may end a check here, however busy the shared machine is
+           "WORKSHOP_BACKSTOP": "1000", **(extra_env or {})}  # only CPU budgets may end a check here, however busy the machine
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--lesson", str(lesson), "--gradescope", str(results)],
@@ -235,6 +236,19 @@ def test_the_grader_type_checks_every_answer_itself(tmp_path, data):
     lab = Lab(tmp_path, tmp_path, worker=_LyingWorker({"ok": data}))
     with pytest.raises(CheckFailed, match="a str"):
         lab.tool("read", path="x")
+
+
+@pytest.mark.parametrize("name", ["fork_memory", "fork_read", "daemon"])
+def test_without_the_linux_extras_the_verdicts_hold(workspace, tmp_path, name):
+    """No subreaper, no PR_SET_PDEATHSIG, no RLIMIT_AS (macOS, a dev container): the tree is still counted and swept."""
+    fixture = FIXTURES / "hostile" / f"{name}.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, extra_env={"WORKSHOP_LINUX_EXTRAS": "0"})
+    report = json.loads(done.stdout)
+    named = [entry for entry in report["checks"] if any(fnmatch.fnmatch(entry["id"], pattern) for pattern in header(fixture, "fails").split())]
+    assert named and all(entry["status"] != "passed" for entry in named)
+    says = header(fixture, "says")
+    assert not says or any(says in entry["message"] for entry in named), [entry["message"] for entry in named][:3]
+    assert left == NOTHING_LEFT
 
 
 def test_the_scripted_model_cannot_be_patched_from_the_worker(workspace, tmp_path):
