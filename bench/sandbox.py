@@ -1,6 +1,8 @@
-"""What the sandbox costs: a full `workshop check` of a solved lesson-4 workspace beside the floor of its own checks.
+"""What the boundary costs: a full `workshop check` of a solved lesson-8 workspace beside the floor of its own checks.
 
-    python bench/sandbox.py [--runs 5] [--lesson 4]
+    python bench/sandbox.py [--runs 5] [--lesson 8] [--backends bwrap,process]
+
+Each backend the machine can run (bubblewrap, the process sandbox) is timed in the same run, side by side.
 
 The floor is what the checks cost with no sandbox at all: each check run bare, one at a time,
 in this process (the student's code imported here once, every call a plain function call),
@@ -14,6 +16,7 @@ as it depends far less on the load than wall time does.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -40,7 +43,7 @@ def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, flo
         tmp.mkdir()
         before, started = os.times(), time.perf_counter()
         try:
-            checks.REGISTRY[check.id](checks.Lab(workspace, tmp))
+            checks.REGISTRY[check.id](checks.Lab.in_process(workspace, tmp))
         except Exception:
             failures += 1
         wall, after = time.perf_counter() - started, os.times()
@@ -50,10 +53,13 @@ def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, flo
     return cpu, longest, failures
 
 
-def full_check(workspace: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the whole process tree) of one `workshop check --json`."""
+def full_check(workspace: Path, backend: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the whole process tree) of one `workshop check --json` in this backend."""
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True, check=False)
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True, check=False,
+                          env={**os.environ, "WORKSHOP_SANDBOX": backend})
+    report = json.loads(done.stdout)
+    assert report["sandbox"] == backend and report["passed"], f"{backend}: {[c['id'] for c in report['checks'] if c['status'] != 'passed']}"
     wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
@@ -61,29 +67,39 @@ def full_check(workspace: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--lesson", type=int, default=4)
+    parser.add_argument("--lesson", type=int, default=8)
+    parser.add_argument("--backends", default="bwrap,process")
     args = parser.parse_args()
+    from grader.grading.backends import bwrap
+
+    backends = [name for name in args.backends.split(",") if name != "bwrap" or bwrap.why_not() is None]
     cores = len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as scratch:
         workspace = render(args.lesson, Path(scratch) / "ws", solved=True)
         sys.path.insert(0, str(workspace))
         sys.dont_write_bytecode = True
-        floors, fulls, extra = [], [], []
+        floors: list[float] = []
+        fulls: dict[str, list[float]] = {name: [] for name in backends}
+        extra: dict[str, list[float]] = {name: [] for name in backends}
         for run in range(args.runs):
             folder = Path(scratch) / f"run-{run}"
             folder.mkdir()
             cpu, longest, failures = bare_checks(workspace, args.lesson, folder)
             assert failures == 0, f"{failures} checks failed bare on the solution"
             floors.append(max(cpu / cores, longest))
-            wall, full_cpu = full_check(workspace)
-            fulls.append(wall)
-            extra.append(full_cpu - cpu)
-            print(f"run {run + 1}: floor {floors[-1]:.2f}s (check CPU {cpu:.2f}s / {cores} cores, longest check {longest:.2f}s), "
-                  f"full check {wall:.2f}s (CPU {full_cpu:.2f}s), ratio {wall / floors[-1]:.2f}x, load {os.getloadavg()[0]:.1f}")
-    floor, full = statistics.median(floors), statistics.median(fulls)
-    print(f"lesson-{args.lesson} solved, {len(checks_up_to(args.lesson))} checks, median of {args.runs}: "
-          f"floor {floor:.2f}s, full check {full:.2f}s, ratio {full / floor:.2f}x (target <= 1.3x); "
-          f"CPU the full check spends beyond its checks' own: {statistics.median(extra):.2f}s")
+            line = f"run {run + 1}: floor {floors[-1]:.2f}s (check CPU {cpu:.2f}s / {cores} cores, longest {longest:.2f}s)"
+            for name in backends:
+                wall, full_cpu = full_check(workspace, name)
+                fulls[name].append(wall)
+                extra[name].append(full_cpu - cpu)
+                line += f"; {name} {wall:.2f}s ({wall / floors[-1]:.2f}x, CPU {full_cpu:.2f}s)"
+            print(line + f"; load {os.getloadavg()[0]:.1f}", flush=True)
+    floor = statistics.median(floors)
+    print(f"lesson-{args.lesson} solved, {len(checks_up_to(args.lesson))} checks, median of {args.runs}: floor {floor:.2f}s")
+    for name in backends:
+        full = statistics.median(fulls[name])
+        print(f"  {name:8}: full check {full:.2f}s, ratio {full / floor:.2f}x (target <= 1.3x); "
+              f"CPU beyond the checks' own: {statistics.median(extra[name]):.2f}s")
 
 
 if __name__ == "__main__":

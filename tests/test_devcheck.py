@@ -72,7 +72,7 @@ def _in_process_runner(workspace, check_list, **_):
             checks.load(check.lesson)
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    checks.REGISTRY[check.id](checks.Lab(workspace, Path(tmp)))
+                    checks.REGISTRY[check.id](checks.Lab.in_process(workspace, Path(tmp)))
                     outcomes.append(Outcome(check, "passed"))
                 except Exception as failure:
                     outcomes.append(Outcome(check, "failed", str(failure)))

@@ -8,6 +8,7 @@ new in the workspace.
 from __future__ import annotations
 
 import fnmatch
+import shutil
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ from grader.course import kit
 from grader.grading.lab import MESSAGE_LIMIT
 from tests.conftest import FIXTURES
 
-HOSTILE = sorted((FIXTURES / "hostile").glob("*.py"))
+HOSTILE = sorted(path for path in (FIXTURES / "hostile").glob("*.py") if "the solved rover/tools/read.py" in path.read_text().splitlines()[0])
 
 
 def header(path: Path, key: str) -> str:
@@ -34,16 +35,30 @@ def header(path: Path, key: str) -> str:
 
 
 def tagged(tag: str) -> list[int]:
-    """Every live process whose environment carries the test's tag."""
+    """Every live process whose environment or command line carries the test's tag."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if tag.encode() in Path(f"/proc/{entry}/environ").read_bytes() and _state(int(entry)) not in "ZX":
+                seen = Path(f"/proc/{entry}/environ").read_bytes() + Path(f"/proc/{entry}/cmdline").read_bytes()
+                if tag.encode() in seen and _state(int(entry)) not in "ZX":
                     found.append(int(entry))
             except OSError:
                 pass
     return found
+
+
+def boundary() -> str:
+    from grader.grading.boundary import NoBoundary, require
+
+    try:
+        return require()
+    except NoBoundary:
+        return ""
+
+
+CANARY_KEY, CANARY_FILE = "sk-ant-canary-" + uuid.uuid4().hex, "canary-in-home-" + uuid.uuid4().hex
+KIT = [Path(kit.__file__).parent.parent / "grading" / name for name in ("checks/lesson_1.py", "reports.py", "lab.py")]
 
 
 def alive(pid: int) -> bool:
@@ -57,26 +72,60 @@ def _state(pid: int) -> str:
         return ""
 
 
-def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, timeout: float = 60):
-    root = workspace(lesson, solved=True)
-    target = root / "rover/tools/read.py"
+def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, timeout: float = 300, solved: bool = True, append=True,
+                  extra_env: dict | None = None):
+    """Grade a workspace with the fixture in it, with canary secrets about; what is left after it, outside the run folder."""
+    import socket
+
+    if "boundary" in header(fixture, "needs") and not boundary():
+        pytest.skip("needs a real boundary (bubblewrap); .ci/run installs it")
+    root = workspace(lesson, solved=solved)
+    target = root / ("rover/tools/read.py" if append else "rover/__init__.py")
     target.write_text(target.read_text() + "\n\n" + fixture.read_text())
     before = sorted(str(path.relative_to(root)) for path in root.rglob("*"))
-    temp, log, results, tag = tmp_path / "tmpdir", tmp_path / "pids.log", tmp_path / "results.json", uuid.uuid4().hex
-    temp.mkdir()
+    tag = uuid.uuid4().hex
+    temp, log, results = tmp_path / "tmpdir", tmp_path / "pids.log", tmp_path / f"results-{tag}.json"
+    home, classmate = tmp_path / "home", root.parent / "classmate" / "solution.py"
+    for folder in (temp, home, classmate.parent):
+        folder.mkdir(exist_ok=True)
+    (home / ".canary").write_text(CANARY_FILE)
+    classmate.write_text("# a classmate's work\n")
+    kit_before = [path.read_bytes() for path in KIT]
     log.touch()
-    env = {**os.environ, "TMPDIR": str(temp), "HOSTILE_LOG": str(log), "HOSTILE_RESULTS": str(results), "HOSTILE_TAG": tag}
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home), "ANTHROPIC_API_KEY": CANARY_KEY,
+           "WORKSHOP_TEST_LOG": str(log), "WORKSHOP_TEST_RESULTS": str(results), "WORKSHOP_TEST_TAG": tag,
+           "WORKSHOP_TEST_CANARY": str(home / ".canary"), "WORKSHOP_TEST_PORT": str(listener.getsockname()[1]),
+           "WORKSHOP_BACKSTOP": "1000", **(extra_env or {})}  # only CPU budgets may end a check here, however busy the machine
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--lesson", str(lesson), "--gradescope", str(results)],
-                          cwd=root, env=env, capture_output=True, timeout=timeout)
-    took = time.monotonic() - started
-    time.sleep(0.3)  # a straggler would have shown itself by now
+    try:
+        done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--lesson", str(lesson), "--gradescope", str(results)],
+                              cwd=root, env=env, capture_output=True, timeout=timeout)
+        took = time.monotonic() - started
+        time.sleep(0.3)  # a straggler would have shown itself by now
+        try:
+            listener.accept()[0].close()
+            reached = True
+        except OSError:
+            reached = False
+    finally:
+        listener.close()
     pids = [int(line) for line in log.read_text().split()]
+    said = done.stdout + done.stderr + (results.read_bytes() if results.exists() else b"")
     left = {"tagged": tagged(tag), "logged": [pid for pid in pids if alive(pid)], "temp": os.listdir(temp),
-            "workspace": sorted(set(str(path.relative_to(root)) for path in root.rglob("*")) - set(before))}
+            "workspace": sorted(set(str(path.relative_to(root)) for path in root.rglob("*")) - set(before)),
+            "secrets": [secret for secret in (CANARY_KEY, CANARY_FILE) if secret.encode() in said], "reached": reached,
+            "changed": [str(path) for path, old in zip(KIT, kit_before) if path.read_bytes() != old]
+                       + ([str(classmate)] if classmate.read_text() != "# a classmate's work\n" else [])}
     for pid in left["tagged"] + left["logged"]:  # never leave them to the next test
         os.kill(pid, 9)
+    for path, old in zip(KIT, kit_before):  # never leave a rewritten kit to the next test
+        if path.read_bytes() != old:
+            path.write_bytes(old)
     return done, took, left, results
+
+NOTHING_LEFT = {"tagged": [], "logged": [], "temp": [], "workspace": [], "secrets": [], "reached": False, "changed": []}
 
 
 @pytest.mark.parametrize("fixture", HOSTILE, ids=[path.stem for path in HOSTILE])
@@ -96,7 +145,7 @@ def test_a_hostile_submission_gains_nothing_and_leaves_nothing(workspace, tmp_pa
     says = header(fixture, "says")
     if says:
         assert any(says in entry["message"] for entry in named), [entry["message"] for entry in named][:3]
-    assert left == {"tagged": [], "logged": [], "temp": [], "workspace": []}
+    assert left == NOTHING_LEFT
     scores = json.loads(results.read_text())
     own = sum(entry["points"] for entry in report["checks"] if entry["lesson"] == report["lesson"] and entry["status"] == "passed")
     assert scores["score"] == own, "the results file must be the grader's, not a daemon's"
@@ -106,7 +155,7 @@ def test_a_hostile_submission_gains_nothing_and_leaves_nothing(workspace, tmp_pa
 def test_a_broken_import_is_one_root_cause_and_ends_in_seconds(workspace, tmp_path, name):
     done, took, left, _ = grade_hostile(workspace, tmp_path, FIXTURES / "hostile" / f"{name}.py")
     report = json.loads(done.stdout)
-    assert took < 12, f"an import that never ends should cost one clock (5 s), not one per check; took {took:.1f} s"
+    assert took < 120, f"an import that never ends should cost one clock (5 s of CPU), not one per check; took {took:.1f} s"
     assert {entry["status"] for entry in report["checks"]} == {"error"}
     assert all("rover/tools/read.py line" in entry["message"] and "does not import" in entry["message"] for entry in report["checks"])
 
@@ -117,7 +166,7 @@ def test_a_killed_grader_leaves_no_score_and_no_process(workspace, tmp_path):
     temp, results, tag = tmp_path / "tmpdir", tmp_path / "results.json", uuid.uuid4().hex
     temp.mkdir()
     grader = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--json", "--gradescope", str(results)], cwd=root,
-                              env={**os.environ, "TMPDIR": str(temp), "HOSTILE_TAG": tag}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                              env={**os.environ, "TMPDIR": str(temp), "WORKSHOP_TEST_TAG": tag}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
     grader.kill()
     out, _ = grader.communicate()
@@ -137,7 +186,7 @@ def test_an_interrupted_check_stops_at_once_and_leaves_nothing(workspace, tmp_pa
     temp, results, tag = tmp_path / "tmpdir", tmp_path / "results.json", uuid.uuid4().hex
     temp.mkdir()
     grader = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--gradescope", str(results)], cwd=root,
-                              env={**os.environ, "TMPDIR": str(temp), "HOSTILE_TAG": tag}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              env={**os.environ, "TMPDIR": str(temp), "WORKSHOP_TEST_TAG": tag}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(1.2)  # mid-run: the slow checks are under way
     started = time.monotonic()
     for name in signals:
@@ -187,3 +236,107 @@ def test_the_grader_type_checks_every_answer_itself(tmp_path, data):
     lab = Lab(tmp_path, tmp_path, worker=_LyingWorker({"ok": data}))
     with pytest.raises(CheckFailed, match="a str"):
         lab.tool("read", path="x")
+
+
+@pytest.mark.parametrize("name", ["fork_memory", "fork_read", "daemon"])
+def test_without_the_linux_extras_the_verdicts_hold(workspace, tmp_path, name):
+    """No subreaper, no PR_SET_PDEATHSIG, no RLIMIT_AS (macOS, a dev container): the tree is still counted and swept."""
+    fixture = FIXTURES / "hostile" / f"{name}.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, extra_env={"WORKSHOP_LINUX_EXTRAS": "0"})
+    report = json.loads(done.stdout)
+    named = [entry for entry in report["checks"] if any(fnmatch.fnmatch(entry["id"], pattern) for pattern in header(fixture, "fails").split())]
+    assert named and all(entry["status"] != "passed" for entry in named)
+    says = header(fixture, "says")
+    assert not says or any(says in entry["message"] for entry in named), [entry["message"] for entry in named][:3]
+    assert left == NOTHING_LEFT
+
+
+def test_the_scripted_model_cannot_be_patched_from_the_worker(workspace, tmp_path):
+    """Issue 17: on an untouched lesson-8 stub, code that patched the grader's scripted model inside the worker made
+    context.loop-trims and context.stash-scenario pass. The model now runs in the grader; the worker only asks it."""
+    fixture = FIXTURES / "hostile" / "patch_model.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, lesson=8, solved=False, append=False)
+    report = json.loads(done.stdout)
+    status = {entry["id"]: entry["status"] for entry in report["checks"]}
+    assert status["context.loop-trims"] != "passed" and status["context.stash-scenario"] != "passed"
+    assert status["loop.end-turn"] == "passed", "the patch must not break the rest: the lesson-0 loop still runs"
+    assert left == NOTHING_LEFT
+
+
+def test_without_bwrap_check_grades_in_the_process_sandbox_and_says_so(workspace, tmp_path):
+    root = workspace(1, solved=True)
+    bin_without = tmp_path / "bin"
+    bin_without.mkdir()
+    for name in ("git", "sh", "bash", "rg"):
+        found = shutil.which(name)
+        if found:
+            (bin_without / name).symlink_to(found)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{bin_without}"}
+    env.pop("WORKSHOP_SANDBOX", None)
+    shown = subprocess.run([sys.executable, "-m", "grader.cli", "check"], cwd=root, env=env, capture_output=True, timeout=300)
+    as_json = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=root, env=env, capture_output=True, timeout=300)
+    report = json.loads(as_json.stdout)
+    assert report["sandbox"] == "process" and report["score"] == report["max_score"], report["sandbox"]
+    notes = [line for line in shown.stderr.decode().splitlines() if "no sandbox" in line]
+    assert len(notes) == 1 and "bubblewrap is not installed: sudo apt-get install bubblewrap" in notes[0], shown.stderr.decode()
+    assert shown.returncode == 0 and as_json.returncode == 0
+
+
+@pytest.mark.parametrize("forced", ["firejail", "seatbelt"])
+def test_a_forced_sandbox_that_cannot_run_is_one_line_and_exit_2(workspace, forced):
+    root = workspace(0, solved=True)
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=root, capture_output=True, timeout=120,
+                          env={**os.environ, "WORKSHOP_SANDBOX": forced})
+    assert done.returncode == 2 and done.stdout == b"", done.stderr.decode()[-500:]
+    assert len(done.stderr.decode().strip().splitlines()) == 1 and f"WORKSHOP_SANDBOX={forced}" in done.stderr.decode()
+
+
+def test_require_names_what_is_missing_and_how_to_install_it(monkeypatch):
+    from grader.grading import boundary
+    from grader.grading.backends import bwrap
+
+    monkeypatch.delenv("WORKSHOP_SANDBOX", raising=False)
+    monkeypatch.setattr(bwrap, "why_not", lambda: bwrap.INSTALL)
+    with pytest.raises(boundary.NoBoundary, match="bubblewrap is not installed: sudo apt-get install bubblewrap"):
+        boundary.require()
+    assert boundary.choose().name == "process"
+    monkeypatch.setenv("WORKSHOP_SANDBOX", "process")
+    with pytest.raises(boundary.NoBoundary, match="--unsafe-no-sandbox"):
+        boundary.require()
+
+
+def test_the_seatbelt_profile_allows_writes_only_in_the_run_folder_and_no_network():
+    from grader.grading.backends import seatbelt
+
+    text = seatbelt.profile(2)
+    assert "(deny network*)" in text and "(deny file-write*)" in text
+    allowed = text.split("(allow file-write*", 1)[1].split(")\n(", 1)[0]
+    assert '(subpath (param "RUN"))' in allowed and "HOME" not in allowed and "READ_" not in allowed
+    assert '(deny file-read* (subpath (param "HOME")))' in text and '(subpath (param "READ_1"))' in text
+    assert text.index("(deny file-read*") < text.index("(allow file-read*"), "the later rule wins: the needed paths are readable"
+    command = seatbelt.command(["python", "-c", "pass"], Path("/tmp/run x"), Path("/Users/ada"), [Path("/kit"), Path("/ws")])
+    assert command[:2] == [seatbelt.SANDBOX_EXEC, "-p"] and command[-3:] == ["python", "-c", "pass"]
+    assert "RUN=/tmp/run x" in command and "READ_1=/ws" in command and "/tmp/run x" not in command[2], "paths are parameters"
+
+
+def test_removal_cannot_fail_however_deep_or_locked(tmp_path):
+    from grader.grading.runfolder import remove_tree
+
+    top = tmp_path / "run"
+    top.mkdir()
+    here = str(top)
+    for _ in range(1500):  # os.makedirs would recurse: one level at a time
+        here += "/d"
+        os.mkdir(here)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    (top / "link").symlink_to(outside)
+    locked = top / "locked"
+    locked.mkdir()
+    (locked / "ro.txt").write_text("x")
+    (locked / "ro.txt").chmod(0o400)
+    locked.chmod(0)
+    top.chmod(0o500)
+    remove_tree(top)
+    assert not top.exists() and (outside / "keep.txt").read_text() == "keep", "never follows a symlink out"

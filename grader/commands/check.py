@@ -12,6 +12,7 @@ import click
 from grader.classroom.report import share_with_class
 from grader.commands.screen import show
 from grader.errors import WorkshopError
+from grader.grading.boundary import in_process_note
 from grader.grading.grade import dumps, grade, workspace_for, written_atomically
 
 
@@ -41,6 +42,9 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo("workshop: interrupted; nothing was graded", err=True)
         sys.exit(130)
+    note = in_process_note(result.sandbox)
+    if note and not as_json:
+        click.echo(f"workshop: {note}", err=True)
     share_with_class(result)  # if this workspace joined a class board: posted in the background, never waited for
     _reports(result, started, junit=junit, gradescope=gradescope, classroom=classroom)
     if as_json:

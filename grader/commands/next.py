@@ -26,7 +26,10 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
         raise WorkshopError(f"lesson-{workspace.lesson} is the last lesson; there is no next one. `workshop status` shows your progress.")
     if not force:
         click.echo(f"Grading lesson {workspace.lesson} before moving on…", err=True)
-        failing = [outcome for outcome in grade(workspace).outcomes if not outcome.passed]
+        outcomes = grade(workspace).outcomes
+        failing = [outcome for outcome in outcomes if not outcome.passed and not outcome.busy]  # busy: the machine's, not the lesson's
+        if not failing and any(outcome.busy for outcome in outcomes):
+            raise WorkshopError("the machine was too busy to finish every check; run `workshop next` again in a moment")
         if failing:
             raise WorkshopError(
                 f"lesson-{workspace.lesson} still has {len(failing)} failing check(s), the first being {failing[0].check.id}; "

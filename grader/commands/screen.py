@@ -77,6 +77,8 @@ def next_step(result: Grade, pending: bool = False) -> str:
         spot = _markup(f"{where[0]} line {where[1]}") if where else "the error above"
         return f"[red]{count}[/]\nNext: fix {spot}; then the checks can run again."
     first = result.first_failure()
+    if first is None and any(outcome.busy for outcome in result.outcomes):  # not the code's doing: never a failure
+        return f"[yellow]{sum(outcome.busy for outcome in result.outcomes)} check(s) could not finish: the machine was too busy.[/] Run `workshop check` again."
     if first is None and pending:
         return f"[green]All {passed} checks of lesson {result.lesson} pass.[/] Checking the earlier lessons…"
     if first is None:

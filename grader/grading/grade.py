@@ -17,6 +17,7 @@ class Grade:
     lesson: int
     outcomes: list[Outcome]
     root_cause: str | None = None  # set when the workspace's rover package could not even be imported (file, line, error)
+    sandbox: str = ""  # the boundary the student's code ran in: bwrap, seatbelt or process (reports state it)
 
     @property
     def passed(self) -> bool:
@@ -31,7 +32,8 @@ class Grade:
         return sum(outcome.check.points for outcome in self.outcomes)
 
     def first_failure(self) -> Outcome | None:
-        return next((outcome for outcome in self.outcomes if not outcome.passed), None)
+        """The first check the code failed; a check the machine was too busy to finish is not one."""
+        return next((outcome for outcome in self.outcomes if not outcome.passed and not outcome.busy), None)
 
     def as_json(self) -> dict:
         return {
@@ -39,6 +41,7 @@ class Grade:
             "passed": self.passed,
             "score": self.score,
             "max_score": self.max_score,
+            "sandbox": self.sandbox,
             "checks": [
                 {
                     "id": outcome.check.id,
@@ -63,7 +66,7 @@ def grade(workspace: Workspace, only: int | None = None, on_outcome=None) -> Gra
     """Grade the workspace's lesson (every check so far), or `only` lesson N's own checks; `on_outcome` sees each as it lands."""
     checks = list(kit.lesson(only).checks) if only is not None else checks_up_to(workspace.lesson)
     suite = run_suite(workspace.path, checks, on_outcome=on_outcome)
-    return Grade(workspace.lesson, suite.outcomes, suite.root_cause)
+    return Grade(workspace.lesson, suite.outcomes, suite.root_cause, suite.sandbox)
 
 
 def dumps(grade: Grade) -> str:

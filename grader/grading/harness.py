@@ -18,13 +18,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from grader.grading.scripted import ScriptedModel, ScriptError
+from grader.grading.scripted import MAX_REQUEST, Reply, ScriptError
 
 MAX_TEXT = 8 << 20  # characters of one tool result the grader will look at
 MAX_MESSAGE = 2000
 
 
 WORKSPACE = [""]  # the workspace's path, to tell the student's frames from the grader's
+MODEL = [None]  # how to ask the grader's scripted model: set by the worker (the pipes) or an in-process runner
 
 
 def answer(op: str, request: dict, workspace: str) -> dict:
@@ -97,7 +98,7 @@ def _call(request: dict) -> Any:
 def _run_agent(request: dict) -> dict:
     from rover.agent import Agent
 
-    model = ScriptedModel(request["turns"])
+    model = _RemoteModel()
     agent = Agent(model, Path(request["cwd"]), system="You are Rover.", max_turns=request["max_turns"])
     spy_calls: list[dict] = []
     raised = None
@@ -109,7 +110,19 @@ def _run_agent(request: dict) -> dict:
         except Exception as crash:
             answer, raised = None, describe(crash, WORKSPACE[0])
     return {"answer": plain(answer), "raised": raised, "messages": plain(getattr(agent, "messages", [])),
-            "calls": model.calls, "spy_calls": plain(spy_calls)}
+            "spy_calls": plain(spy_calls)}
+
+
+class _RemoteModel:
+    """The model the student's loop talks to: each call goes to the grader, whose scripted model records and answers it."""
+
+    def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
+        request = json.dumps({"system": system, "messages": messages, "tools": tools}, default=str)
+        # a request too big to be a sane one is not sent down the pipe: the grader's model hears only its size
+        reply = MODEL[0]({"oversize": len(request)} if len(request) > MAX_REQUEST else json.loads(request))
+        if "error" in reply:
+            raise ScriptError(str(reply["error"]))
+        return Reply(reply["content"], reply["stop_reason"], reply["usage"])
 
 
 def plain(data: Any) -> Any:

@@ -8,7 +8,6 @@ This keeps every verdict in the grader's hands: the student's code runs in a wor
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import tempfile
 import threading
@@ -75,19 +74,25 @@ class Lab:
     """One check's bench: the workspace under test, a fresh directory to work in, and the worker that runs the code.
 
     Every call into the student's code is a request to the worker (grader.grading.proxy), answered
-    with data that is checked here before a check sees it. Without a worker (authoring tests) the
-    same harness runs in this process instead, with no sandbox at all.
+    with data that is checked here before a check sees it, on the check's clock. `Lab.in_process`
+    (authoring tests, benchmarks) runs the same harness in this very process instead: no sandbox at all.
     """
 
-    def __init__(self, workspace: Path, tmp: Path, worker: Any = None, deadline: float = math.inf, stopping: Any = None,
-                 temp: Path | None = None):
+    def __init__(self, workspace: Path, tmp: Path, worker: Any, clock: Any = None, stopping: Any = None, temp: Path | None = None):
+        if worker is None:
+            raise TypeError("a Lab needs a worker; Lab.in_process(...) runs the student's code here, without a sandbox")
         self.workspace = workspace
         self.tmp = tmp
-        # The student's code's TMPDIR, this check's alone; without a runner (authoring tests), this process's own.
+        # The student's code's TMPDIR, this check's alone; in process (authoring tests), this process's own.
         self.temp_dir = temp or Path(tempfile.gettempdir())
-        self._worker = worker or _InProcess(workspace)
-        self._deadline = deadline
+        self._worker = worker
+        self._clock = clock
         self._stopping = stopping or threading.Event()
+
+    @classmethod
+    def in_process(cls, workspace: Path, tmp: Path) -> Lab:
+        """A bench that calls the student's code in this very process: no isolation, for authoring tests only."""
+        return cls(workspace, tmp, _InProcess(workspace))
 
     # --- files, made and inspected by the grader itself ---------------------------------------
 
@@ -104,6 +109,17 @@ class Lab:
         target = self.tmp / "stash"
         shutil.copytree(kit.root() / "stash", target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
         return target
+
+    # --- the student's processes, seen from outside ------------------------------------------
+
+    def running(self, pid: int) -> bool:
+        """Is the process the student's code knows as `pid` still running? (Inside a sandbox its pids are its own;
+        a pid that is not one of the student's processes is never looked at, so the code cannot point us elsewhere.)"""
+        return self._worker.running(pid)
+
+    def kill(self, pid: int) -> None:
+        """Kill the student's process `pid` (as its code numbers it), and nothing that is not the student's."""
+        self._worker.kill(pid)
 
     # --- calls into the student's code ----------------------------------------------------------
 
@@ -126,18 +142,22 @@ class Lab:
         return result
 
     def measure(self, name: str, **args: Any) -> tuple[Result, int]:
-        """A tool call and the extra memory (bytes) it took: the worker's peak anonymous RSS during the call over before.
+        """A tool call and the extra memory (bytes) it took: the peak over before of what the student's Python code
+        holds in the worker and in every Python process it forks or starts (processes.code_memory).
 
-        Measured from outside, in /proc, sampled every half millisecond. Anonymous memory is what the code holds
+        Measured from outside (psutil), sampled all through the call. Anonymous memory is what the code holds
         (a file mapped with mmap is the page cache's, not the tool's, so it does not count). The call runs twice and the second run is measured, so what is paid once
         (imports at the top of a module or inside a function, first-use caches) never counts against the call.
         """
         if isinstance(self._worker, _InProcess):
             return self._worker.measure(lambda: self.tool(name, **args))
+        from grader.grading.processes import code_memory
+
         self.tool(name, **args)
         self._ask("tool", name=name, settle=True)
-        before = self._worker.memory("RssAnon")
-        with _Sampler(lambda: self._worker.memory("RssAnon")) as sampler:
+        memory = lambda: code_memory(self._worker.tree(below=True), self._worker.pid)  # noqa: E731
+        before = memory()
+        with _Sampler(memory) as sampler:
             result = self.tool(name, **args)
         return result, max(0, sampler.peak - before)
 
@@ -159,14 +179,19 @@ class Lab:
         An exception out of `run` ends the check as an error, unless `may_raise` (then it is in `run.raised`);
         the scripted model's own ScriptError (the loop left the script) is always returned, never raised.
         """
-        run = AgentRun(cwd or self.tmp)
-        data = self._ask("run_agent", turns=turns, task=task, cwd=str(run.cwd), max_turns=max_turns, spy=spy)
+        from grader.grading.scripted import ScriptedModel
+
+        run, model = AgentRun(cwd or self.tmp), ScriptedModel(turns)
+        data = self._ask("run_agent", task=task, cwd=str(run.cwd), max_turns=max_turns, spy=spy, on_model=model.serve)
         expect(isinstance(data, dict), f"the agent's run came back as {excerpt(data, 100)}, not as a run")
         run.answer = data.get("answer")
-        run.messages, run.calls, run.spy_calls = (_list_of_dicts(data.get(key)) for key in ("messages", "calls", "spy_calls"))
+        run.messages, run.spy_calls = (_list_of_dicts(data.get(key)) for key in ("messages", "spy_calls"))
+        run.calls = model.calls  # recorded here, by the grader's own model: never what the worker says was sent
         raised = data.get("raised")
-        if isinstance(raised, dict):
-            run.raised = Raised(str(raised.get("type")), str(raised.get("message")), str(raised.get("where") or ""), raised.get("from_script") is True)
+        if model.error:  # the loop left the script, whatever the worker reports (or hides) about it
+            run.raised = Raised("ScriptError", model.error, "", True)
+        elif isinstance(raised, dict) and raised.get("type") != "ScriptError":
+            run.raised = Raised(str(raised.get("type")), str(raised.get("message")), str(raised.get("where") or ""))
         _settle(run, may_raise)
         return run
 
@@ -185,7 +210,7 @@ class Lab:
     def _ask(self, op: str, **fields: Any) -> Any:
         """One request to the worker; its `ok` data, or the student's exception raised as the check's end."""
         self._live()
-        answer = self._worker.request(op, self._deadline, self._stopping, tempdir=str(self.temp_dir), **fields)
+        answer = self._worker.request(op, self._clock, self._stopping, tempdir=str(self.temp_dir), **fields)
         if "ok" in answer:
             return answer["ok"]
         if "bad" in answer:
@@ -236,11 +261,22 @@ class _InProcess:
     def __init__(self, workspace: Path):
         self.workspace = workspace
 
-    def request(self, op: str, deadline: float, stopping: Any, **fields: Any) -> dict:
+    def request(self, op: str, clock: Any, stopping: Any, on_model: Any = None, **fields: Any) -> dict:
         from grader.grading import harness
 
         fields.pop("tempdir", None)  # this process's temp folder stays as it is
+        harness.MODEL[0] = lambda request: json.loads(json.dumps(on_model(request)))
         return json.loads(json.dumps(harness.answer(op, {"op": op, **fields}, str(self.workspace))))
+
+    def running(self, pid: int) -> bool:
+        from grader.grading.processes import running
+
+        return running(pid)
+
+    def kill(self, pid: int) -> None:
+        from grader.grading.processes import kill_tree
+
+        kill_tree([pid])
 
     def measure(self, call) -> tuple[Result, int]:
         import tracemalloc

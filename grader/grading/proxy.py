@@ -5,8 +5,15 @@ A worker takes requests and gives answers, each matched by an id the worker cann
 An answer is one JSON line, at most MAX_ANSWER bytes, an object with the request's id and one
 of `ok`, `raised` or `bad`. Anything else (garbage, a flood, an answer to a request never
 sent, a worker that dies or keeps a forked copy of itself) fails that request with a clear
-message, as a WorkerLost; a request past the check's deadline is a CheckTimeout. Both are
+message, as a WorkerLost; a request past the check's clock is a CheckTimeout (grader.grading.clocks). Both are
 BaseExceptions, so no `except Exception` in a check can swallow them.
+
+While a `run_agent` request is open, the worker may send interim lines `{"id", "model": request}`: the student's
+loop asking the model. The grader's own scripted model answers each (`{"id", "reply": ...}` on the orders pipe) and
+records it, so what the loop sent is what the grader received, never what the worker says it sent.
+
+Process ids the student's side gives are its own (a PID namespace numbers them afresh): the boundary turns them
+into the grader's view (`host_pid`) before anything is done with them.
 """
 from __future__ import annotations
 
@@ -22,7 +29,9 @@ import threading
 import time
 from pathlib import Path
 
-from grader.grading.sandbox import CRASH_LOG, MAX_ANSWER, RunFolder, children, comm, exit_story, kill_tree, running
+from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
+from grader.grading.processes import children, exit_story, kill_tree, name, running, tree
+from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder
 
 
 # `python -I -S`: no site (its .pth hooks cost ~40 ms a start), no environment; the grader's own sys.path instead,
@@ -35,10 +44,6 @@ class WorkerLost(BaseException):
     """The worker broke the protocol or died; the message says how, for the check's report."""
 
 
-class CheckTimeout(BaseException):
-    """The check's clock ran out while the worker was busy."""
-
-
 class Stopped(BaseException):
     """The run is being stopped (Ctrl-C, SIGTERM): the check ends unjudged."""
 
@@ -46,24 +51,25 @@ class Stopped(BaseException):
 class Zygote:
     """The process that imports the student's rover once, then forks a fresh worker (under its keeper) on request."""
 
-    def __init__(self, run: RunFolder, workspace: Path):
+    def __init__(self, run: RunFolder, workspace: Path, boundary):
         self.scratch = run.folder("scratch")
         self.workspace = workspace
+        self.boundary = boundary
         ours, theirs = socket.socketpair()
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", BOOT, "zygote", str(workspace), str(theirs.fileno())],
-            cwd=self.scratch, env={**os.environ, **run.env()}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), start_new_session=True,
-        )
-        theirs.close()
+        try:
+            self.process = boundary.start([sys.executable, "-I", "-S", "-c", BOOT, "zygote", str(workspace), str(theirs.fileno())],
+                                          run, workspace, (theirs.fileno(),), self.scratch)
+        finally:
+            theirs.close()
         self.control = ours
         self.lock = threading.Lock()
         self.broken = ""  # once it has failed to fork a worker, it is not asked again
         self._buffer = b""
 
-    def imported(self, deadline: float, stopping) -> dict:
-        """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs."""
-        answer = _decode_line(self._line(deadline, stopping))
+    def imported(self, limit: float, stopping) -> dict:
+        """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs.
+        The clock is the CPU of the student's side (a busy machine slows an import down without making it the code's fault)."""
+        answer = _decode_line(self._line(Clock(limit, self.boundary.processes).begin(), stopping))
         if not isinstance(answer, dict) or len(answer.keys() & {"ok", "raised", "bad"}) != 1:
             raise WorkerLost(f"the import answered with something that is not an answer: {str(answer)[:80]}")
         return answer
@@ -75,13 +81,17 @@ class Zygote:
                 raise WorkerLost(self.broken)
             try:
                 socket.send_fds(self.control, [str(scratch).encode()], list(pipes))
-                return int(self._line(time.monotonic() + 5, stopping))
+                keeper = self.boundary.host_pid(int(self._line(Clock.wall(20), stopping)))
+                if keeper is None:
+                    raise ValueError("not a process of the sandbox")
+                return keeper
             except (OSError, ValueError, WorkerLost, CheckTimeout):
                 self.broken = "the process that starts workers is gone or stuck: did the code kill it, or leave a thread behind at import?"
                 raise WorkerLost(self.broken) from None
 
     def stuck_at(self) -> str:
-        return _dump_stack([self.process.pid], self.scratch / CRASH_LOG, self.workspace)
+        main = self.boundary.host_pid(self.boundary.first_pid)
+        return _dump_stack([main] if main else [], self.scratch / CRASH_LOG, self.workspace)
 
     def death(self) -> str:
         try:
@@ -103,13 +113,12 @@ class Zygote:
             kill_tree([self.process.pid])
             self.process.wait()
 
-    def _line(self, deadline: float, stopping) -> bytes:
+    def _line(self, clock: Clock, stopping) -> bytes:
         while b"\n" not in self._buffer:
-            while not select.select([self.control], [], [], 0.1)[0]:
+            while not select.select([self.control], [], [], min(0.1, clock.left() or 0.1))[0]:
                 if stopping.is_set():
                     raise Stopped()
-                if time.monotonic() > deadline:
-                    raise CheckTimeout()
+                clock.check()
             chunk = self.control.recv(1 << 16)
             if not chunk:
                 raise WorkerLost(f"it {self.death()}")
@@ -124,6 +133,7 @@ class Worker:
     def __init__(self, run: RunFolder, zygote: Zygote, stopping):
         self.scratch = run.folder("scratch")
         self.workspace = zygote.workspace
+        self.zygote = zygote
         orders_read, self.orders = os.pipe()
         self.answers, answers_write = os.pipe()
         life_read, self.life = os.pipe()
@@ -144,19 +154,36 @@ class Worker:
         self._answered: set[str] = set()
         self._stopped = False
 
-    def start(self, deadline: float, stopping) -> None:
+    def start(self, limit: float, stopping) -> None:
         """Wait for the worker to answer (it has the student's rover imported already, from the zygote)."""
-        answer = self.request("import", deadline, stopping)
-        pid = answer["ok"].get("pid") if isinstance(answer.get("ok"), dict) else None
-        if type(pid) is not int or pid not in children(self.keeper):
+        answer = self.request("import", self.clock(limit), stopping)
+        inner = answer["ok"].get("pid") if isinstance(answer.get("ok"), dict) else None
+        pid = self.zygote.boundary.host_pid(inner) if type(inner) is int else None
+        if pid is None or pid not in children(self.keeper):
             self._lose("the worker gave a process id that is not its own")
         self.pid = pid
 
-    def request(self, op: str, deadline: float, stopping, **fields) -> dict:
+    def clock(self, budget: float) -> Clock:
+        """A clock on this worker's whole tree (the worker, whatever it started, daemons its keeper took in)."""
+        return Clock(budget, self.tree, own=(self.keeper, self.pid)).begin()
+
+    def tree(self, below: bool = False) -> list:
+        """The keeper and every process below it (daemons it took in included); `below`: without the keeper."""
+        return tree(self.keeper, include_root=not below)
+
+    def request(self, op: str, clock: Clock, stopping, on_model=None, **fields) -> dict:
         ident = os.urandom(12).hex()
-        self._send(json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n", deadline, stopping)
+        clock.waiting()
+        self._send(json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n", clock, stopping)
         while True:
-            answer = self._decode(self._line(deadline, stopping))
+            answer = self._decode(self._line(clock, stopping))
+            if "model" in answer and answer["id"] == ident and on_model is not None:
+                reply = on_model(answer["model"])  # the grader's scripted model, here, records and answers it
+                clock.waiting()
+                self._send(json.dumps({"id": ident, "reply": reply}).encode() + b"\n", clock, stopping)
+                continue
+            if "model" in answer:
+                self._lose("the worker asked the model outside a run of the agent")
             if answer["id"] == ident:
                 self._answered.add(ident)
                 self._check_forks()
@@ -164,15 +191,19 @@ class Worker:
             if answer["id"] not in self._answered:
                 self._lose("the worker answered a request it was never sent: was something writing to the grader's pipe?")
 
+    def running(self, inner: int) -> bool:
+        """Is the student's process `inner` (as its side numbers it) still running?"""
+        host = self.zygote.boundary.host_pid(inner) if type(inner) is int else None
+        return host is not None and running(host)
+
+    def kill(self, inner: int) -> None:
+        host = self.zygote.boundary.host_pid(inner) if type(inner) is int else None
+        if host is not None:
+            kill_tree([host])
+
     def stuck_at(self) -> str:
         """Where the worker's Python is right now (`file line N` in the workspace), from a faulthandler dump."""
         return _dump_stack([self.pid] if self.pid else children(self.keeper), self.scratch / CRASH_LOG, self.workspace)
-
-    def memory(self, field: str) -> int:
-        """A figure of /proc/PID/status (RssAnon, VmRSS, VmHWM) of the worker proper, in bytes."""
-        status = Path(f"/proc/{self.pid}/status").read_text()
-        found = re.search(rf"^{field}:\s+(\d+) kB", status, flags=re.MULTILINE)
-        return int(found.group(1)) * 1024 if found else 0
 
     def stop(self) -> None:
         """End the worker and everything below it (the keeper does the sweep; this makes sure)."""
@@ -195,9 +226,9 @@ class Worker:
 
     # --- the wire ---------------------------------------------------------------------------
 
-    def _send(self, data: bytes, deadline: float, stopping) -> None:
+    def _send(self, data: bytes, clock: Clock, stopping) -> None:
         while data:
-            self._wait([], [self.orders], deadline, stopping)
+            self._wait([], [self.orders], clock, stopping)
             try:
                 data = data[os.write(self.orders, data):]
             except BlockingIOError:
@@ -205,7 +236,7 @@ class Worker:
             except OSError:
                 self._lose("the worker stopped reading requests")
 
-    def _line(self, deadline: float, stopping) -> bytes:
+    def _line(self, clock: Clock, stopping) -> bytes:
         size = sum(len(chunk) for chunk in self._chunks)
         while True:
             if self._chunks and b"\n" in self._chunks[-1]:
@@ -213,7 +244,7 @@ class Worker:
                 line, rest = data.split(b"\n", 1)
                 self._chunks = [rest] if rest else []
                 return line
-            self._wait([self.answers], [], deadline, stopping)
+            self._wait([self.answers], [], clock, stopping)
             chunk = os.read(self.answers, 1 << 20)
             if not chunk:
                 self._lose(self._death())
@@ -222,15 +253,16 @@ class Worker:
             if size > MAX_ANSWER and b"\n" not in chunk:
                 self._lose(f"the worker sent over {MAX_ANSWER >> 20} MB without finishing its answer: a flood on the grader's pipe")
 
-    def _wait(self, reading: list[int], writing: list[int], deadline: float, stopping) -> None:
+    def _wait(self, reading: list[int], writing: list[int], clock: Clock, stopping) -> None:
         while True:
             if stopping.is_set():
                 raise Stopped()
-            left = deadline - time.monotonic()
-            if left <= 0:
+            try:
+                clock.check()
+            except (CheckTimeout, MemoryExceeded):
                 self.spoiled = True
-                raise CheckTimeout()
-            ready = select.select(reading, writing, [], min(left, 0.2))
+                raise
+            ready = select.select(reading, writing, [], clock.left() or 0.05)
             if ready[0] or ready[1]:
                 return
             if not running(self.keeper):
@@ -241,7 +273,7 @@ class Worker:
         if isinstance(answer, dict) and answer.keys() == {"exit"}:  # the keeper's last word: the worker has ended
             self.exit = answer["exit"] if type(answer["exit"]) is int else None
             self._lose(self._death())
-        if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad"}) == 1):
+        if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad", "model"}) == 1):
             self._lose(f"the worker answered with something that is not an answer: {line[:80]!r}")
         return answer
 
@@ -249,7 +281,7 @@ class Worker:
         left = [pid for pid in children(self.pid) if running(pid)] if self.pid else []  # a zombie has ended: no harm
         if left:
             self.spoiled = True
-            names = ", ".join(f"{pid} ({comm(pid)})" for pid in left[:3])
+            names = ", ".join(f"{pid} ({name(pid)})" for pid in left[:3])
             self._lose(f"the call returned but left {len(left)} process(es) of its own running ({names}): "
                        "a fork that never exited, or a process started and never waited for")
 

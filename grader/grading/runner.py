@@ -6,16 +6,20 @@ Then a few lanes run side by side, each a thread with its own worker (forked by 
 it starts in milliseconds) that takes checks from a shared queue, so slow checks spread out by
 themselves. The check itself runs here, in the lane's thread; only its calls into the
 student's code go to the worker (grader.grading.lab and proxy).
-A check past its clock gets its worker killed and is a timeout; a worker that breaks the
-protocol or dies makes its check an error; either way the lane starts a fresh worker.
+The student's side (the zygote and all it forks) runs inside one boundary for the whole run
+(grader.grading.boundary: bubblewrap, Seatbelt, or the process fallback), named in the Suite.
+Each check's clock is CPU seconds of its worker's tree (grader.grading.clocks), with a
+wall-clock backstop: a check past its CPU budget, or asleep past it, gets its worker killed and
+is a timeout; one the machine was too busy to finish is an error that asks for a re-run; a tree
+over the memory limit is killed and fails; a worker that breaks the protocol or dies makes its
+check an error; either way the lane starts a fresh worker.
 
-Everything the run makes lives in one RunFolder (grader.grading.sandbox), ended and removed
+Everything the run makes lives in one RunFolder (grader.grading.runfolder), ended and removed
 on the way out, whatever the way out is: the end, an exception, Ctrl-C or SIGTERM.
 """
 from __future__ import annotations
 
 import queue
-import shutil
 import signal
 import threading
 import time
@@ -24,12 +28,14 @@ from pathlib import Path
 from typing import Callable
 
 from grader.course.kit import Check
+from grader.grading.clocks import CheckTimeout, MemoryExceeded
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
-from grader.grading.proxy import CheckTimeout, Stopped, Worker, WorkerLost, Zygote
-from grader.grading.sandbox import RunFolder
+from grader.grading.proxy import Stopped, Worker, WorkerLost, Zygote
+from grader.grading.runfolder import RunFolder, remove_tree
 
-TIME_LIMIT = 10.0
-IMPORT_LIMIT = 5.0
+TIME_LIMIT = 10.0  # CPU seconds of a worker's tree for one check (the backstop is clocks.BACKSTOP times that, in wall time)
+IMPORT_LIMIT = 5.0  # CPU seconds of the import
+BUSY = "the machine was too busy to finish this check; run `workshop check` again"
 LANES = 8  # checks mostly wait (on sleeps, subprocesses, clocks), and a forked worker costs ~5 ms: lanes are cheap
 
 
@@ -44,27 +50,35 @@ class Outcome:
     def passed(self) -> bool:
         return self.status == "passed"
 
+    @property
+    def busy(self) -> bool:
+        """Not the student's doing: the machine was too busy to finish it. Never a failure, never a regression."""
+        return self.status == "error" and self.message.endswith(BUSY)
+
 
 @dataclass
 class Suite:
     outcomes: list[Outcome]
     root_cause: str | None = None  # the rover package did not import: one line with file and line
+    sandbox: str = ""  # the boundary the student's code ran in (bwrap, seatbelt, process)
 
 
 def run_checks(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES,
-               on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+               on_outcome: Callable[[Outcome], None] | None = None, boundary=None) -> list[Outcome]:
     """Every check's outcome, in the order given; `on_outcome` sees each one as it is ready (in this thread)."""
-    return run_suite(workspace, checks, time_limit, jobs, on_outcome).outcomes
+    return run_suite(workspace, checks, time_limit, jobs, on_outcome, boundary).outcomes
 
 
 def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES,
-              on_outcome: Callable[[Outcome], None] | None = None) -> Suite:
+              on_outcome: Callable[[Outcome], None] | None = None, boundary=None) -> Suite:
+    """Grade in the best boundary this machine has (`boundary.choose()`), unless one is given."""
     from grader.grading import checks as registry
+    from grader.grading.boundary import choose
 
-    run = _Run(Path(workspace).resolve(), checks, time_limit, registry.REGISTRY)
+    run = _Run(Path(workspace).resolve(), checks, time_limit, registry.REGISTRY, boundary or choose())
     with _terminate_as_exit():
         try:
-            run.zygote = Zygote(run.folder, run.workspace)  # it imports the student's rover while we load the checks
+            run.zygote = Zygote(run.folder, run.workspace, run.boundary)  # it imports the student's rover while we load the checks
             for lesson in sorted({check.lesson for check in checks}):
                 registry.load(lesson)
             if run.imported():
@@ -84,6 +98,7 @@ class _Run:
     checks: list[Check]
     time_limit: float
     registry: dict
+    boundary: object
     folder: RunFolder = field(default_factory=RunFolder)
     stopping: threading.Event = field(default_factory=threading.Event)
     results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
@@ -95,13 +110,16 @@ class _Run:
     def imported(self) -> bool:
         """Did the student's rover import (once, in the zygote, on its own clock)? If not, the run's root cause says why."""
         try:
-            answer = self.zygote.imported(time.monotonic() + IMPORT_LIMIT, self.stopping)
+            answer = self.zygote.imported(IMPORT_LIMIT, self.stopping)
             if "ok" in answer:
                 return True
             cause = _import_error(answer)
-        except CheckTimeout:
+        except CheckTimeout as late:
             where = self.zygote.stuck_at()
-            cause = f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop, deep recursion or a wait at import?"
+            cause = (BUSY.replace("this check", "importing it") if late.kind == "busy" else
+                     f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop, deep recursion or a wait at import?")
+        except MemoryExceeded as hoard:
+            cause = f"importing it used too much memory: {hoard}"
         except WorkerLost as lost:
             cause = f"the process importing it died: {lost}"
         self.root_cause = _cut(cause)
@@ -130,9 +148,9 @@ class _Run:
         if self.root_cause is not None:
             cause = self.root_cause
             outcomes = [Outcome(check, "error", _cut(f"not run: the rover package does not import ({cause})")) for check in self.checks]
-            return Suite(outcomes, cause)
+            return Suite(outcomes, cause, self.boundary.name)
         missing = "not run: the grader's lane for it stopped"
-        return Suite([finished.get(check.id) or Outcome(check, "error", missing) for check in self.checks])
+        return Suite([finished.get(check.id) or Outcome(check, "error", missing) for check in self.checks], sandbox=self.boundary.name)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -145,6 +163,7 @@ class _Run:
             worker.stop()
         if self.zygote:
             self.zygote.stop()
+        self.boundary.end()
         self.folder.close()
 
     # --- one lane ---------------------------------------------------------------------------
@@ -180,7 +199,7 @@ class _Run:
         worker = Worker(self.folder, self.zygote, self.stopping)
         self.workers.append(worker)
         try:
-            worker.start(time.monotonic() + IMPORT_LIMIT, self.stopping)
+            worker.start(IMPORT_LIMIT, self.stopping)
         except BaseException:
             worker.stop()
             raise
@@ -189,7 +208,7 @@ class _Run:
     def _judge(self, check: Check, worker: Worker) -> Outcome:
         tmp, temp = self.folder.folder("check"), self.folder.folder("temp")
         started = time.monotonic()
-        lab = Lab(self.workspace, tmp, worker, started + self.time_limit, self.stopping, temp=temp)
+        lab = Lab(self.workspace, tmp, worker, worker.clock(self.time_limit), self.stopping, temp=temp)
         try:
             self.registry[check.id](lab)
             status, message = "passed", ""
@@ -197,18 +216,30 @@ class _Run:
             status, message = "failed", str(failure)
         except StudentCrashed as crash:
             status, message = "error", str(crash)
-        except CheckTimeout:
-            where = worker.stuck_at()
-            status, message = "timeout", (f"still running after {self.time_limit:g} s{', at ' + where if where else ''}: "
-                                          "is there an endless loop, or a call that waits forever?")
+        except CheckTimeout as late:
+            status, message = ("error", BUSY) if late.kind == "busy" else ("timeout", self._late(late, worker))
+        except MemoryExceeded as hoard:
+            status, message = "failed", str(hoard)
         except WorkerLost as lost:
             status, message = "error", str(lost)
         except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly
             status, message = "error", f"the answer made no sense to the check ({type(confusion).__name__}: {confusion})"
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.rmtree(temp, ignore_errors=True)
+            remove_tree(tmp)
+            remove_tree(temp)
         return Outcome(check, status, _cut(message), time.monotonic() - started)
+
+    def _late(self, late: CheckTimeout, worker: Worker) -> str:
+        """Why the clock ran out, naming the student's line, or the command the code started and waited on."""
+        budget = f"{self.time_limit:g} s"
+        if late.kind == "cpu" and late.waiting_on:
+            return f"a command ran too long: `{late.waiting_on}` was still computing after {budget} of CPU; does it ever end?"
+        if late.kind == "wait" and late.waiting_on:
+            return f"still waiting after {budget} on the command `{late.waiting_on}`: does it wait for input, or never end?"
+        where = worker.stuck_at()
+        if late.kind == "cpu":
+            return f"still running after {budget} of CPU{', at ' + where if where else ''}: is there an endless loop?"
+        return f"still waiting after {budget}{', at ' + where if where else ''}: is there a call that waits forever (a sleep, a read)?"
 
 
 def _import_error(answer: dict) -> str:

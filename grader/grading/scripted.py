@@ -26,15 +26,31 @@ class ScriptError(Exception):
 
 
 class ScriptedModel:
+    """Runs in the grader's process; the worker's model client asks it for each reply (`serve`)."""
+
     def __init__(self, turns: list[dict]):
         self.turns = turns
         self.calls: list[dict] = []
+        self.error = ""  # the first ScriptError it raised: the loop left the script
+
+    def serve(self, request) -> dict:
+        """One call as the worker passed it on (plain JSON data): the reply, or {"error": why} once off the script."""
+        if not isinstance(request, dict):
+            request = {"system": None, "messages": [], "tools": []}
+        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        try:
+            if type(request.get("oversize")) is int:
+                raise ScriptError(_oversize(request["oversize"]))
+            reply = self.complete(request.get("system"), messages, request.get("tools"))
+        except ScriptError as off:
+            self.error = self.error or str(off)
+            return {"error": str(off)}
+        return {"content": reply.content, "stop_reason": reply.stop_reason, "usage": reply.usage}
 
     def complete(self, system: str, messages: list[dict], tools: list[dict]) -> Reply:
         request = json.dumps({"system": system, "messages": messages, "tools": tools}, default=str)
         if len(request) > MAX_REQUEST:
-            raise ScriptError(f"the loop sent the model a request of {len(request):,} characters; a real API refuses "
-                              f"far less, and the grader reads at most {MAX_REQUEST:,}: are tool results bounded?")
+            raise ScriptError(_oversize(len(request)))
         self.calls.append(json.loads(request))
         number = len(self.calls)
         if number > len(self.turns):
@@ -52,3 +68,8 @@ def last_results_text(messages: list[dict]) -> str:
     last = messages[-1].get("content", "") if messages and isinstance(messages[-1], dict) else ""
     blocks = last if isinstance(last, list) else [{"type": "text", "text": last}]
     return "\n".join(str(block.get("content", block.get("text", ""))) if isinstance(block, dict) else str(block) for block in blocks)
+
+
+def _oversize(size: int) -> str:
+    return (f"the loop sent the model a request of {size:,} characters; a real API refuses "
+            f"far less, and the grader reads at most {MAX_REQUEST:,}: are tool results bounded?")

@@ -17,14 +17,15 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
 import socket
 import sys
 import tempfile
 
 from grader.grading import harness
-from grader.grading.sandbox import CRASH_LOG, MAX_ANSWER, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, children, kill_tree, prctl
+from grader.grading.linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, extras, prctl
+from grader.grading.processes import children, kill_tree
+from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, PREFIX
 
 ADDRESS_SPACE = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # 1 GiB by default
 FILE_SIZE = 128 << 20  # no single file a tool writes may pass 128 MiB
@@ -32,8 +33,11 @@ FILE_SIZE = 128 << 20  # no single file a tool writes may pass 128 MiB
 
 def main(argv: list[str]) -> None:
     workspace, control = argv[1], socket.socket(fileno=int(argv[2]))
-    for limit, value in ((resource.RLIMIT_AS, ADDRESS_SPACE), (resource.RLIMIT_FSIZE, FILE_SIZE)):
+    limits = [(resource.RLIMIT_FSIZE, FILE_SIZE)] + ([(resource.RLIMIT_AS, ADDRESS_SPACE)] if extras() else [])
+    for limit, value in limits:  # RLIMIT_AS is a first line only: the grader counts the whole tree's memory itself
         resource.setrlimit(limit, (value, value))
+    import psutil  # noqa: F401  (imported once here, so every keeper's sweep has it already)
+
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past the limit is an OSError for the writer, not a kill
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -87,8 +91,10 @@ def zygote(workspace: str, control: socket.socket) -> None:
     kill_tree([os.getpid()], include_roots=False)
     _reap(until_none=True)
     run = os.path.dirname(os.getcwd())
-    if not farewell and os.path.basename(run).startswith("workshop-check-"):  # the grader died: nobody else will tidy up
-        shutil.rmtree(run, ignore_errors=True)
+    if not farewell and os.path.basename(run).startswith(PREFIX):  # the grader died: nobody else will tidy up
+        from grader.grading.runfolder import remove_tree
+
+        remove_tree(run)
     os._exit(0)
 
 
@@ -104,7 +110,7 @@ def keep(workspace: str, orders: int, answers: int, life: int) -> None:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != me:
+        if os.getppid() != me:  # the keeper died before the worker started: nobody to answer to
             os._exit(70)
         serve(workspace, orders, answers)
     os.close(orders)
@@ -129,12 +135,28 @@ def serve(workspace: str, orders_fd: int, answers_fd: int) -> None:
     me = os.getpid()
     _crash_log()
     orders, answers = os.fdopen(orders_fd, "rb"), os.fdopen(answers_fd, "wb")
+    current = [""]
+
+    def ask_model(request: dict) -> dict:
+        """The student's loop asks the model: the grader's scripted model answers, over the pipes."""
+        answers.write(_line({"id": current[0], "model": request}))
+        answers.flush()
+        try:
+            reply = json.loads(orders.readline())
+            if reply["id"] != current[0]:
+                raise ValueError(reply["id"])
+            return reply["reply"]
+        except (ValueError, KeyError, TypeError):
+            os._exit(71)
+
+    harness.MODEL[0] = ask_model
     for line in orders:
         try:
             request = json.loads(line)
             ident, op = request["id"], request["op"]
         except (ValueError, KeyError, TypeError):
             os._exit(71)
+        current[0] = ident
         answer = harness.answer(op, request, workspace)
         if os.getpid() != me:  # a fork that came back through the harness: it must not answer, nor stay
             os._exit(0)

@@ -6,7 +6,6 @@ vary per run, and every spill file a check is shown is removed again.
 """
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -18,21 +17,6 @@ from grader.grading.checks.notices import expect_spill, parse, tidy
 
 CAP_BYTES = 51_200
 WORDS = "alpha bravo cedar delta ember fjord gamma harbor indigo juniper kelp lumen".split()
-
-
-def gone(pid: int) -> bool:
-    """True when the process no longer runs (a zombie waiting to be reaped counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state in ("Z", "X")
-    except FileNotFoundError:
-        return True
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
 
 
 def timed_bash(lab: Lab, command: str, timeout: float) -> tuple[Result, float]:
@@ -172,11 +156,11 @@ def kills_group(lab: Lab) -> None:
     lab.error("bash", command="sh -c 'echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=1)
     deadline = time.monotonic() + 2
     pid = int((lab.tmp / "child.pid").read_text())
-    while not gone(pid) and time.monotonic() < deadline:
+    while lab.running(pid) and time.monotonic() < deadline:  # the pid as the sandbox numbers it: the Lab looks it up
         time.sleep(0.05)
-    alive = not gone(pid)
+    alive = lab.running(pid)
     if alive:
-        os.kill(pid, 9)
+        lab.kill(pid)
     expect(not alive, "after a timeout, a child of the command (pid in child.pid) was still running 2 s later; expected the whole process group ended")
 
 

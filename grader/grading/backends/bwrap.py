@@ -1,0 +1,122 @@
+"""Linux: the student's side inside bubblewrap (`bwrap`), started once per run.
+
+New user, PID, IPC, UTS, network (and, where allowed, cgroup) namespaces: no network at all, and no process of
+the grader's in view. An unprivileged uid inside (65534). The system, the Python environment and the kit
+read-only, the workspace read-only, a private /tmp, the run folder the only writable place (bound at its own path,
+so paths agree on both sides), HOME inside it, the environment from an allow-list. Nothing else of the disk (the
+caller's home folder, its keys) is there at all. `--die-with-parent` ends the side if the grader dies; a small
+janitor outside then removes the run folder.
+
+Process ids inside are the namespace's own: `host_pid` finds a process by the last number of its NSpid line.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.grading import processes
+from grader.grading.backends.paths import SYSTEM, needed_paths
+from grader.grading.backends.process import Processes
+from grader.grading.runfolder import RunFolder
+
+NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try")
+NOBODY = "65534"
+HIDDEN = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # readable to root's uid even inside: masked
+INSTALL = "bubblewrap is not installed: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap)"
+JANITOR = ("import os, sys, time\nif not os.read(0, 1):  # EOF without a word: the grader died\n"
+           "    time.sleep(0.2); from grader.grading.runfolder import remove_tree; remove_tree(sys.argv[1])")
+
+
+@functools.cache
+def why_not() -> str | None:
+    """None where bwrap can start a sandbox here; else one line saying what is missing (probed once a process)."""
+    exe = shutil.which("bwrap")
+    if not exe:
+        return INSTALL
+    try:
+        probe = subprocess.run([exe, *NAMESPACES, "--ro-bind", "/", "/", "--", "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as failure:
+        return f"bubblewrap would not start ({failure})"
+    if probe.returncode != 0:
+        said = (probe.stderr.decode(errors="replace").strip().splitlines() or ["no reason given"])[-1]
+        return (f"bubblewrap cannot create namespaces here ({said}): unprivileged user namespaces are off or restricted "
+                "(on Ubuntu 23.10+ allow them for bwrap with an AppArmor profile)")
+    return None
+
+
+def arguments(folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
+    """bwrap's arguments before the command: the namespaces, the mounts, the uid."""
+    args = ["bwrap", *NAMESPACES, "--uid", NOBODY, "--gid", NOBODY, "--die-with-parent", "--new-session",
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for name in SYSTEM:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    args += [arg for hidden in HIDDEN if Path(hidden).exists() for arg in ("--ro-bind", "/dev/null", hidden)]
+    for path in needed_paths():
+        if not any(str(path) == name or str(path).startswith(name + "/") for name in SYSTEM if Path(name).is_dir()):
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--ro-bind", str(workspace), str(workspace), "--bind", str(folder.path), str(folder.path), "--chdir", str(cwd)]
+    return args
+
+
+class Bwrap(Processes):
+    name = "bwrap"
+    first_pid = 2  # bwrap's own init is 1 in the namespace; the command it starts is 2
+
+    def __init__(self) -> None:  # no subreaper, no sweep by mark: the namespace holds every process of the side
+        self.popen, self.token = None, ""
+        self._janitor: subprocess.Popen | None = None
+        self._known: dict[int, int] = {}
+
+    def wrap(self, command: list[str], folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
+        self._watch(folder)
+        return [shutil.which("bwrap") or "bwrap", *arguments(folder, workspace, cwd)[1:], "--", *command]
+
+    def host_pid(self, pid: int) -> int | None:
+        if pid not in self._known:
+            for proc in self.processes():
+                inner = _inner_pid(proc.pid)
+                if inner is not None:
+                    self._known[inner] = proc.pid
+        return self._known.get(pid)
+
+    def end(self) -> None:
+        """Killing the namespace's first process ends every process in it, whatever it did."""
+        if self.popen:
+            processes.kill_tree([self.popen.pid])
+            self.popen.wait()
+        if self._janitor:
+            try:
+                self._janitor.stdin.write(b"q")  # a planned end: the runner removes the folder itself
+                self._janitor.stdin.close()
+            except OSError:
+                pass
+            self._janitor.wait()
+            self._janitor = None
+
+    def _watch(self, folder: RunFolder) -> None:
+        """A small process outside the sandbox that removes the run folder if the grader dies without doing so."""
+        import grader
+
+        self._janitor = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", f"import sys; sys.path.insert(0, {str(Path(grader.__file__).parent.parent)!r}); " + JANITOR,
+             str(folder.path)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={}, start_new_session=True)
+
+
+def _inner_pid(pid: int) -> int | None:
+    """The pid a process has in its own (innermost) PID namespace, from /proc/PID/status's NSpid line."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None

@@ -1,0 +1,83 @@
+"""The process sandbox: the student's side in processes of its own, with limits, but the caller's user and view.
+
+The fallback where no real boundary can run (and a backend the others build on). Every process of the side is
+found from outside at the end: the zygote's tree, everything carrying the run's mark, and the orphans handed to
+the grader while the run went on (it is their subreaper, where Linux allows).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from grader.grading import processes
+from grader.grading.linux import PR_SET_CHILD_SUBREAPER, prctl
+from grader.grading.runfolder import MARK, RunFolder
+
+
+class Processes:
+    name = "process"
+
+    def __init__(self) -> None:
+        self.popen: subprocess.Popen | None = None
+        self.token = ""
+        self._before = set(processes.children(os.getpid()))
+        self._since = time.time() - 1
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+    def start(self, command: list[str], folder: RunFolder, workspace: Path, pass_fds: tuple[int, ...], cwd: Path) -> subprocess.Popen:
+        from grader.grading.boundary import environment
+
+        self.token = folder.token
+        self.popen = subprocess.Popen(self.wrap(command, folder, workspace, cwd), cwd=cwd, env=environment(folder),
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      pass_fds=pass_fds, start_new_session=True)
+        return self.popen
+
+    def wrap(self, command: list[str], folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
+        return command
+
+    @property
+    def first_pid(self) -> int:
+        """The started command's own pid, as the side numbers it."""
+        return self.popen.pid if self.popen else 0
+
+    def host_pid(self, pid: int) -> int | None:
+        """The same number, if it is one of the side's processes (its tree, or a process carrying the run's mark)."""
+        if any(proc.pid == pid for proc in self.processes()):
+            return pid
+        proc = processes.process(pid)
+        try:
+            return pid if proc is not None and proc.environ().get(MARK) == self.token else None
+        except Exception:
+            return None
+
+    def processes(self) -> list:
+        return processes.tree(self.popen.pid) if self.popen else []
+
+    def usage(self) -> processes.Usage:
+        return processes.usage(self.processes())
+
+    def end(self) -> None:
+        """Kill the side's tree, the marked processes, and the orphans reparented to us; reap what was ours."""
+        roots = [self.popen.pid] if self.popen else []
+        roots += [pid for pid in processes.children(os.getpid()) if pid not in self._before and self._ours(pid)]
+        if self.token:
+            roots += [pid for pid in processes.marked(MARK, self.token) if pid != os.getpid()]
+        processes.kill_tree(roots)
+        if self.popen:
+            self.popen.wait()
+        for pid in roots:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+    def _ours(self, pid: int) -> bool:
+        """A child of the grader started during the run that is not someone else's (no other run's mark)."""
+        proc = processes.process(pid)
+        try:
+            return proc is not None and proc.create_time() >= self._since and proc.environ().get(MARK) in (self.token, None)
+        except Exception:
+            return False

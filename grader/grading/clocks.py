@@ -1,0 +1,126 @@
+"""A check's clock: CPU seconds of the student's process tree, with a wall-clock backstop several times longer.
+
+A busy machine slows the student's code down without it spending more CPU, so the budget is CPU, not wall time.
+Three ways a clock runs out, each a CheckTimeout with its `kind`:
+  cpu    the tree spent its whole CPU budget: an endless loop, or a command that computes too long;
+  wait   past the budget in wall time, the tree has been asleep for a while (not one tick of CPU, nothing runnable
+         at any look; a starved tree on a busy machine still gets ticks): it waits forever;
+  busy   the backstop: the tree kept wanting a CPU and the machine did not give it one (not the student's fault).
+The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes).
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+from grader.grading import processes
+
+BACKSTOP = float(os.environ.get("WORKSHOP_BACKSTOP", 4.0))  # the wall-clock backstop, in budgets (raise it on a slow CI runner)
+POLL = 0.25  # seconds between two looks at the tree
+IDLE = 5.0  # seconds without one tick of CPU and without a runnable process that make a tree past its budget one that waits
+TREE_MEMORY = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # bytes for all of a worker's processes together
+
+
+class CheckTimeout(BaseException):
+    """The check's clock ran out while the student's code was busy; `kind` is cpu, wait or busy."""
+
+    def __init__(self, kind: str = "cpu", cpu: float = 0.0, waiting_on: str = ""):
+        super().__init__(kind)
+        self.kind, self.cpu, self.waiting_on = kind, cpu, waiting_on
+
+
+class MemoryExceeded(BaseException):
+    """The student's processes together passed the memory limit; they have been killed."""
+
+
+class Clock:
+    def __init__(self, budget: float, tree: Callable[[], list] | None = None, limit: int = TREE_MEMORY, own: tuple[int, ...] = ()):
+        self.budget, self.tree, self.limit = budget, tree, limit
+        self.own = set(own)  # the grader's keeper and the worker proper: what is not a command the code started
+        self.started = time.monotonic()
+        self._base: float | None = None
+        self._active = self.started  # the last look that saw the tree use CPU or want it
+        self._cpu = -1.0
+        self._next = self.started + POLL
+
+    @classmethod
+    def wall(cls, seconds: float) -> Clock:
+        """A plain wall-clock deadline (for the grader's own waits, where no student tree is measured)."""
+        return cls(seconds)
+
+    def begin(self) -> Clock:
+        """Take the tree's CPU so far as this clock's zero (a worker serves several checks)."""
+        self.started = time.monotonic()
+        self._next = self.started + POLL
+        self._base = processes.usage(self.tree()).cpu if self.tree else 0.0
+        return self
+
+    def waiting(self) -> Clock:
+        """A new request to the worker begins: idleness is judged within one request, never across the grader's own work."""
+        self._active = time.monotonic()
+        return self
+
+    def left(self) -> float:
+        """Seconds until the next look (for select's timeout)."""
+        return max(0.0, min(POLL, self._next - time.monotonic()))
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + POLL
+        wall = now - self.started
+        if self.tree is None:
+            if wall > self.budget:
+                raise CheckTimeout("wait")
+            return
+        procs = self.tree()
+        used = processes.usage(procs)
+        if used.memory > self.limit:
+            processes.kill_tree([proc.pid for proc in procs])
+            raise MemoryExceeded(f"the code's {used.processes} process(es) held {used.memory / (1 << 20):,.0f} MB together, "
+                                 f"over the {self.limit / (1 << 20):,.0f} MB all of them may use: memory is counted over every "
+                                 "process the code starts (forks included)")
+        cpu = used.cpu - (self._base or 0.0)
+        if cpu > self.budget:
+            raise CheckTimeout("cpu", cpu, _busiest(procs, self.own))
+        if cpu > self._cpu or processes.runnable(procs):
+            self._active = now
+        self._cpu = cpu
+        if wall > self.budget and now - self._active >= min(IDLE, self.budget):
+            raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
+        if wall > self.budget * BACKSTOP:
+            raise CheckTimeout("busy", cpu)
+
+
+def _busiest(procs: list, own: set[int]) -> str:
+    """The command line of the command that used the most CPU, if it used more than the code's own process."""
+    def spent(proc) -> float:
+        times = proc.cpu_times()
+        return times.user + times.system
+
+    started = [proc for proc in procs if proc.pid not in own]
+    mine = sum(_quiet(spent, proc) for proc in procs if proc.pid in own)
+    return _describe(started, spent) if started and max(_quiet(spent, proc) for proc in started) > mine else ""
+
+
+def _waiting_on(procs: list, own: set[int]) -> str:
+    """The newest command the code started and still waits on."""
+    return _describe([proc for proc in procs if proc.pid not in own], lambda proc: proc.create_time())
+
+
+def _quiet(read, proc) -> float:
+    try:
+        return read(proc)
+    except Exception:
+        return 0.0
+
+
+def _describe(procs: list, key) -> str:
+    ranked = [(_quiet(key, proc), proc) for proc in procs]
+    if not ranked:
+        return ""
+    proc = max(ranked, key=lambda pair: pair[0])[1]
+    line = processes.command_line(proc)
+    return line if len(line) <= 120 else line[:117] + "..."

@@ -1,0 +1,172 @@
+"""Processes, seen from outside, through psutil (Linux, macOS, Windows): trees, what they use, and their end.
+
+psutil is imported on first use, never at import time: commands that grade nothing stay fast.
+"""
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+
+
+def _psutil():
+    import psutil
+
+    return psutil
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a process tree has used: CPU seconds (user + system, children included) and memory (bytes)."""
+
+    cpu: float = 0.0
+    memory: int = 0
+    processes: int = 0
+
+
+def process(pid: int):
+    """The psutil.Process for pid, or None if it is gone."""
+    psutil = _psutil()
+    try:
+        return psutil.Process(pid)
+    except (psutil.Error, ValueError):
+        return None
+
+
+def tree(pid: int, include_root: bool = True) -> list:
+    """pid and everything below it (psutil.Process objects), daemons that reparented to a subreaper in it included."""
+    psutil = _psutil()
+    root = process(pid)
+    if root is None:
+        return []
+    try:
+        below = root.children(recursive=True)
+    except psutil.Error:
+        below = []
+    return ([root] if include_root else []) + below
+
+
+def children(pid: int) -> list[int]:
+    psutil = _psutil()
+    found = process(pid)
+    try:
+        return [child.pid for child in found.children()] if found else []
+    except psutil.Error:
+        return []
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    psutil = _psutil()
+    found = process(pid)
+    try:
+        return found is not None and found.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return False
+
+
+def name(pid: int) -> str:
+    found = process(pid)
+    try:
+        return found.name() if found else "?"
+    except _psutil().Error:
+        return "?"
+
+
+def command_line(proc) -> str:
+    try:
+        return " ".join(proc.cmdline()) or proc.name()
+    except _psutil().Error:
+        return "?"
+
+
+def usage(procs: list) -> Usage:
+    """CPU and memory of these processes together. Memory is each one's resident memory less what it shares with
+    files (its anonymous memory, where the system says: a file mapped read-only is the page cache's, not the code's)."""
+    psutil = _psutil()
+    cpu, memory, count = 0.0, 0, 0
+    for proc in procs:
+        try:
+            with proc.oneshot():
+                times, resident = proc.cpu_times(), proc.memory_info()
+        except psutil.Error:
+            continue
+        cpu += times.user + times.system + getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
+        memory += resident.rss - getattr(resident, "shared", 0)
+        count += 1
+    return Usage(cpu, memory, count)
+
+
+def code_memory(procs: list, root: int) -> int:
+    """The memory the student's Python code holds across these processes: the root's anonymous memory, plus what
+    each Python process it forked (or started) holds of its own (USS: a fork shares the root's pages until it
+    writes them, so a fork about to exec another program counts next to nothing). Other programs (bash, rg) are
+    not the code's own memory; the tree's limit bounds them."""
+    psutil = _psutil()
+    total, python, mine = 0, None, None
+    for proc in sorted(procs, key=lambda proc: proc.pid != root):  # the root first: its program is the Python one
+        try:
+            if proc.pid == root:
+                resident = proc.memory_info()
+                total += resident.rss - getattr(resident, "shared", 0)
+                python, mine = proc.exe(), (resident.rss, resident.vms)
+            elif proc.exe() == python:
+                resident = proc.memory_info()
+                if (resident.rss, resident.vms) != mine:  # the same figures: a vfork child on the root's own memory
+                    total += proc.memory_full_info().uss
+        except (psutil.Error, OSError):
+            continue
+    return total
+
+
+def runnable(procs: list) -> bool:
+    """Is any of them running or waiting for a CPU or a disk (rather than asleep, waiting on something)?"""
+    psutil = _psutil()
+    for proc in procs:
+        try:
+            if proc.status() in (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP):
+                return True
+        except psutil.Error:
+            pass
+    return False
+
+
+def kill_tree(pids: list[int], include_roots: bool = True) -> None:
+    """Freeze the trees (so nothing forks past us), then kill them all."""
+    psutil = _psutil()
+    frozen: dict[int, object] = {}
+    for _ in range(50):
+        found = [proc for pid in pids for proc in tree(pid, include_roots) if proc.pid not in frozen]
+        if not found:
+            break
+        for proc in found:
+            frozen[proc.pid] = proc
+            try:
+                proc.suspend()
+            except psutil.Error:
+                pass
+    for proc in frozen.values():
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+
+
+def marked(variable: str, token: str) -> list[int]:
+    """Every process whose starting environment carries variable=token (the ones we may read)."""
+    psutil = _psutil()
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get(variable) == token:
+                found.append(proc.pid)
+        except (psutil.Error, OSError):
+            pass
+    return found
+
+
+def exit_story(code: int | None) -> str:
+    """How a process ended, from its exit status (128+N or -N: killed by signal N)."""
+    number = -code if code is not None and code < 0 else (code - 128 if code is not None and code > 128 else 0)
+    if number in signal.valid_signals():
+        return f"was killed by signal {number} ({signal.Signals(number).name})"
+    return f"ended (exit status {code})" if code is not None else "ended"
