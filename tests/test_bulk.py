@@ -264,7 +264,7 @@ def test_a_result_the_busy_machine_spoiled_is_graded_once_more(workspace, tmp_pa
                [Outcome(check, "passed")], [Outcome(check, "error", "the machine was too busy again")]]
     runs = []
 
-    def fake_run(copy, lesson, folder, token, timeout, sandbox):
+    def fake_run(copy, lesson, folder, token, timeout, sandbox, user=None):
         runs.append(copy)
         return student_run.Graded(lesson, answers[len(runs) - 1], None, 0.1, 0.1)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlparse
 
-from grader.classroom import student_run
+from grader.classroom import cleanup, student_run
 from grader.course.workspace import ANSWERS, NotAWorkspace, Workspace
 from grader.errors import WorkshopError
 from grader.grading.runner import Outcome
@@ -251,16 +251,16 @@ def grade_all(students: list[Student], scratch: Path, sandbox: str, jobs: int | 
         except OSError as problem:  # the copy could not be made: this student only
             student.problem = f"could not copy the workspace: {problem}"
         finally:
-            student_run.remove_tree(folder)
+            cleanup.remove_tree(folder)
         return student
 
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
-    before, since = student_run.adopt_orphans()
+    before, since = cleanup.adopt_orphans()
     try:
         _grade_in_threads(todo, grade, workers, stopping, token, progress)
     finally:
-        student_run.end_processes(None, token)
-        student_run.end_orphans(before, since)
+        cleanup.end_processes(None, token)
+        cleanup.end_orphans(before, since)
 
 
 def _grade_in_threads(todo, grade, workers, stopping, token, progress) -> None:
@@ -273,7 +273,7 @@ def _grade_in_threads(todo, grade, workers, stopping, token, progress) -> None:
                     progress(student)
         except BaseException:  # Ctrl-C: nothing new starts, everything running is killed, then the threads return
             stopping.set()
-            student_run.end_processes(None, token)
+            cleanup.end_processes(None, token)
             pool.shutdown(wait=True, cancel_futures=True)
             raise
 
@@ -313,4 +313,4 @@ def run_class(targets: list[str], lesson: int | None = None, jobs: int | None = 
             student.path = student.path if student.path is None or scratch not in student.path.parents else None
         return ClassRun(students, time.monotonic() - started, sandbox)
     finally:
-        student_run.remove_tree(scratch)
+        cleanup.remove_tree(scratch)

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.classroom.cleanup import MARK, end_processes, give, kill_group
 from grader.course import kit
 from grader.grading.runner import Outcome
 
@@ -26,7 +27,6 @@ OUTPUT_LIMIT = 16 << 20  # bytes of JSON a grading process may print
 COPY_FILES, COPY_BYTES, COPY_DEPTH = 10_000, 200 << 20, 40  # what a private copy of one workspace may hold
 LEFT_OUT = {".git", ".venv", "venv", "node_modules", "__pycache__", ".pytest_cache", ".mypy_cache"}
 KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "WORKSHOP_LINUX_EXTRAS")
-MARK = "WORKSHOP_CLASS_RUN"  # carried by each grading process and everything it starts (unless scrubbed)
 STATUSES = {"passed", "failed", "error", "timeout"}
 BUSY = "too busy"  # in the message of a check the machine could not finish (SPEC 9): graded again, once
 # The grader as this interpreter imports it, never a `grader/` the workspace (the process's cwd) could hold.
@@ -47,12 +47,14 @@ class Graded:
     cpu_seconds: float
 
 
-def grade_student(workspace: Path, lesson: int, folder: Path, token: str, timeout: float, sandbox: str | None) -> Graded:
-    """Grade `workspace` as `lesson` in `folder` (the student's own, removed by the caller); busy results run twice."""
+def grade_student(workspace: Path, lesson: int, folder: Path, token: str, timeout: float, sandbox: str | None,
+                  user: tuple[int, int] | None = None) -> Graded:
+    """Grade `workspace` as `lesson` in `folder` (the student's own, removed by the caller); busy results run twice.
+    With `user` (uid, gid: the autograder, as root) the copy is theirs and the grading runs as them."""
     for attempt in (1, 2):
         copy = folder / f"workspace-{attempt}"
         private_copy(workspace, copy)
-        graded = _run_check(copy, lesson, folder, f"{token}-{attempt}", timeout, sandbox)
+        graded = _run_check(copy, lesson, folder, f"{token}-{attempt}", timeout, sandbox, user)
         if not any(outcome.status == "error" and BUSY in outcome.message for outcome in graded.outcomes):
             break
     return graded
@@ -94,8 +96,8 @@ def _copy_file(source: Path, target: Path) -> None:
 
 def _environment(folder: Path, token: str, sandbox: str | None) -> dict[str, str]:
     home, tmp = folder / "home", folder / "tmp"
-    home.mkdir(exist_ok=True)
-    tmp.mkdir(exist_ok=True)
+    home.mkdir(mode=0o700, exist_ok=True)
+    tmp.mkdir(mode=0o700, exist_ok=True)
     env = {name: os.environ[name] for name in KEPT_ENV if name in os.environ}
     env.setdefault("PATH", os.defpath)
     env.update(HOME=str(home), TMPDIR=str(tmp), TEMP=str(tmp), TMP=str(tmp), PYTHONDONTWRITEBYTECODE="1", **{MARK: token})
@@ -104,17 +106,24 @@ def _environment(folder: Path, token: str, sandbox: str | None) -> dict[str, str
     return env
 
 
-def _run_check(copy: Path, lesson: int, folder: Path, token: str, timeout: float, sandbox: str | None) -> Graded:
+def _run_check(copy: Path, lesson: int, folder: Path, token: str, timeout: float, sandbox: str | None,
+               user: tuple[int, int] | None = None) -> Graded:
     path = json.dumps([entry for entry in sys.path if entry and Path(entry).is_absolute()])
+    env = _environment(folder, token, sandbox)
+    switch = {}
+    if user:
+        for mine in (copy, Path(env["HOME"]), Path(env["TMPDIR"])):
+            give(mine, *user)
+        switch = {"user": user[0], "group": user[1], "extra_groups": []}
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-I", "-c", BOOT, path, "check", "--json", "--lesson", str(lesson)],
-                               cwd=copy, env=_environment(folder, token, sandbox), stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                               cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True, **switch)
     flooded = threading.Event()
-    out = _Reader(process.stdout, OUTPUT_LIMIT, lambda: (flooded.set(), _kill_group(process.pid)))
+    out = _Reader(process.stdout, OUTPUT_LIMIT, lambda: (flooded.set(), kill_group(process.pid)))
     err = _Reader(process.stderr, 4096, None, keep_tail=True)
     late = threading.Event()
-    clock = threading.Timer(timeout, lambda: (late.set(), _kill_group(process.pid)))
+    clock = threading.Timer(timeout, lambda: (late.set(), kill_group(process.pid)))
     clock.start()
     try:
         _, status, usage = os.wait4(process.pid, 0)
@@ -198,103 +207,8 @@ class _Reader(threading.Thread):
         return self.data().decode("utf-8", "replace")
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def end_processes(group: int | None, token: str) -> None:
-    """Kill the grading process's group and every process marked `token` (or `token-...`: a class's every student)."""
-    import psutil
-
-    if group is not None:
-        _kill_group(group)
-    for _ in range(20):
-        marked = [process for process in psutil.process_iter() if _marked(process, token)]
-        if not marked:
-            return
-        for process in marked:
-            try:
-                process.suspend()  # frozen first, so nothing forks past us
-            except psutil.Error:
-                pass
-        for process in marked:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(marked, timeout=1)
-
-
-def _marked(process, token: str) -> bool:
-    import psutil
-
-    try:
-        mark = process.environ().get(MARK, "")
-        return mark == token or mark.startswith(token + "-")
-    except (psutil.Error, OSError):
-        return False
-
-
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a folder however deep or locked: permissions restored first, then `rm -rf` (no recursion in Python)."""
-    if os.path.lexists(path):
-        subprocess.run(["chmod", "-R", "u+rwx", str(path)], stderr=subprocess.DEVNULL, check=False)
-        subprocess.run(["rm", "-rf", "--", str(path)], stderr=subprocess.DEVNULL, check=False)
-
-
-def adopt_orphans() -> tuple[set[int], float]:
-    """Linux: make this process the subreaper of everything the gradings start, so a process that escapes its
-    grader (its parent killed, a new session, its mark scrubbed) is handed here; the state `end_orphans` needs."""
-    import ctypes
-
-    import psutil
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        pass
-    return {child.pid for child in psutil.Process().children()}, time.time() - 1
-
-
-def end_orphans(before: set[int], since: float) -> None:
-    """Kill (and reap) every child of this process that the run started: at the run's end, all of them are leftovers."""
-    import psutil
-
-    for _ in range(20):
-        left = [child for child in psutil.Process().children() if child.pid not in before and _started(child) >= since]
-        if not left:
-            return
-        for process in (member for child in left for member in [child, *_descendants(child)]):
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        for child in left:
-            try:
-                os.waitpid(child.pid, 0)
-            except ChildProcessError:
-                pass
-
-
-def _started(process) -> float:
-    try:
-        return process.create_time()
-    except Exception:  # gone already
-        return 0.0
-
-
-def _descendants(process) -> list:
-    try:
-        return process.children(recursive=True)
-    except Exception:
-        return []
