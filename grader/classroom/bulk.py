@@ -22,6 +22,7 @@ from typing import Callable
 from urllib.parse import unquote, urlparse
 
 from grader.classroom import cleanup, student_run
+from grader.classroom.zips import Unpackable, unpack
 from grader.course.workspace import ANSWERS, NotAWorkspace, Workspace
 from grader.errors import WorkshopError
 from grader.grading.runner import Outcome
@@ -38,7 +39,6 @@ except ImportError:  # until the sandbox backends land: bubblewrap on PATH is th
                              "(`sudo apt-get install bubblewrap`, or `sudo dnf install bubblewrap`)")
         return "bwrap"
 
-ZIP_BYTES, ZIP_ENTRIES = 200 << 20, 10_000  # what one submission may unpack to
 TIMEOUT = 600.0  # seconds one student's grading may take, start to end
 UNSAFE = "none (--unsafe-no-sandbox: student code ran with the instructor's rights)"
 
@@ -177,42 +177,12 @@ def _clone(url: str, scratch: Path) -> Student:
 
 
 def _unzip(archive: Path, scratch: Path) -> Student:
-    """Unpack a submission, its size and entry count checked from the central directory before anything is written."""
-    name = archive.stem
     target = Path(tempfile.mkdtemp(prefix="zip-", dir=scratch))
     try:
-        if zip_entries(archive) > ZIP_ENTRIES:
-            return Student(name, str(archive), problem=f"the zip holds {zip_entries(archive):,} entries; at most {ZIP_ENTRIES:,} are unpacked")
-        with zipfile.ZipFile(archive) as bundle:
-            members = bundle.infolist()
-            if sum(member.file_size for member in members) > ZIP_BYTES:
-                return Student(name, str(archive), problem=f"unpacks to more than {ZIP_BYTES >> 20} MB")
-            for member in members:
-                if (member.external_attr >> 16) & 0o170000 == 0o120000:
-                    continue  # a symlink could point anywhere on the grader's machine
-                bundle.extract(member, target)  # zipfile strips absolute paths and `..` parts
-    except (zipfile.BadZipFile, OSError, ValueError) as problem:
-        return Student(name, str(archive), problem=f"not a readable zip: {problem}")
-    return _find_inside(target, name, str(archive))
-
-
-def zip_entries(archive: Path) -> int:
-    """How many entries a zip's end record says it holds (zip64 too), read from its last 64 KB: no entry is parsed."""
-    with archive.open("rb") as bundle:
-        size = bundle.seek(0, os.SEEK_END)
-        bundle.seek(max(0, size - (1 << 16) - 22))
-        tail = bundle.read()
-        end = tail.rfind(b"PK\x05\x06")
-        if end < 0 or len(tail) - end < 22:
-            raise zipfile.BadZipFile("no end of central directory")
-        count = int.from_bytes(tail[end + 10:end + 12], "little")
-        locator = tail.rfind(b"PK\x06\x07", 0, end)
-        if count == 0xFFFF and locator >= 0:  # zip64: the count is in the zip64 end record the locator points at
-            bundle.seek(int.from_bytes(tail[locator + 8:locator + 16], "little"))
-            record = bundle.read(40)
-            if record[:4] == b"PK\x06\x06":
-                count = int.from_bytes(record[32:40], "little")
-    return count
+        unpack(archive, target)
+    except Unpackable as problem:
+        return Student(archive.stem, str(archive), problem=str(problem))
+    return _find_inside(target, archive.stem, str(archive))
 
 
 def _settle_lesson(student: Student, lesson: int | None) -> None:
