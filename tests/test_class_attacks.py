@@ -57,11 +57,18 @@ def _room(workspace, tmp_path: Path, attack: str) -> Path:
     return room
 
 
-def _grade(room: Path, tmp_path: Path, **env: str) -> dict[str, dict]:
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "class", "grade", str(room), "--lesson", "1", "--jobs", "2",
-                           "--json", str(tmp_path / "c.json"), "--csv", str(tmp_path / "c.csv")],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, **env})
-    assert done.returncode == 1, done.stderr
+def _grade(room: Path, tmp_path: Path, watch=None, **env: str) -> dict[str, dict]:
+    """`workshop class grade` on the room; `watch(process)` is called every 0.2 s while it runs."""
+    grading = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "grade", str(room), "--lesson", "1", "--jobs", "2",
+                                "--json", str(tmp_path / "c.json"), "--csv", str(tmp_path / "c.csv")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
+    deadline = time.monotonic() + 900
+    while grading.poll() is None and time.monotonic() < deadline:
+        if watch:
+            watch(psutil.Process(grading.pid))
+        time.sleep(0.2)
+    _, err = grading.communicate(timeout=60)
+    assert grading.returncode == 1, err
     return {student["name"]: student for student in json.loads((tmp_path / "c.json").read_text())["students"]}
 
 
@@ -209,16 +216,19 @@ if os.fork() == 0:
     room = _room(workspace, tmp_path, attack)
     seen_forkserver = []
 
-    def watch():
-        while not (tmp_path / "c.json").exists():
-            seen_forkserver.extend(p.pid for p in psutil.process_iter(["cmdline"])
-                                   if "multiprocessing.forkserver" in " ".join(p.info["cmdline"] or []))
-            time.sleep(0.2)
+    def watch(grading: psutil.Process) -> None:
+        try:
+            below = grading.children(recursive=True)
+        except psutil.Error:
+            return
+        for process in below:
+            try:
+                if "forkserver" in " ".join(process.cmdline()):
+                    seen_forkserver.append(process.pid)
+            except psutil.Error:
+                pass
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    rows = _grade(room, tmp_path)
-    watcher.join(5)
+    rows = _grade(room, tmp_path, watch)
     time.sleep(4)
     assert not [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])], "a process outlived the run"
     assert not seen_forkserver, "no process pool (forkserver) exists any more"
