@@ -90,7 +90,7 @@ def test_the_html_report_counts_failures_per_check_and_charts_each_lesson(classr
     assert re.search(r"lesson-1</th><td>[^<]*</td><td class=chart><span class='bar done' style='width:66\.7%'>", page)
     assert "<script" not in page
     matrix = page[page.index("<table class=students>"):]
-    assert matrix.count("<th>lesson ") == 2, "the matrix folds by lesson: one column each, not one per check"
+    assert matrix.count("<th class=lesson") == 2, "the matrix folds by lesson: one column each, not one per check"
     assert "position:sticky" in page and "<th class=name" in matrix
     alice = matrix[matrix.index(">alice<"):].split("</tr>")[0]
     assert "<details><summary>✗ " in alice and "read.numbered" in alice, "a lesson's failing checks open from its cell"

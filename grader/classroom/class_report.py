@@ -20,6 +20,7 @@ from pathlib import Path
 from grader.classroom.bulk import UNSAFE, ClassRun, Student
 from grader.course import kit
 
+TOP_FAILING = 8  # failing checks shown before "more" (what to explain next fits one screen)
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⧗"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Escape sequences whole (CSI, OSC, two-character), then any control or bidirectional-override character left.
@@ -137,16 +138,18 @@ def _failing_most(run: ClassRun, graded: int) -> str:
     counted = failures(run)
     if not counted:
         return "<h2>Failing checks</h2><p>No check fails for anyone.</p>"
-    rows = "".join(
-        f"<tr><th>{escape(check.id)}</th><td class=title>{escape(check.title)}</td><td class=chart><span class='bar fail' "
-        f"style='width:{100 * count / max(1, graded):.1f}%'></span></td><td>{count} of {graded}</td></tr>"
-        for check, count in counted)
-    return f"<h2>Failing checks across the class</h2><table class=progress>{rows}</table>"
+    rows = [f"<tr><th>{escape(check.id)}</th><td class=title>{escape(check.title)}</td><td class=chart><span class='bar fail' "
+            f"style='width:{100 * count / max(1, graded):.1f}%'></span></td><td>{count} of {graded}</td></tr>"
+            for check, count in counted]
+    top, rest = "".join(rows[:TOP_FAILING]), "".join(rows[TOP_FAILING:])
+    more = (f"<details><summary>{len(rows) - TOP_FAILING} more failing checks</summary><table class=progress>{rest}</table>"
+            f"</details>" if rest else "")
+    return f"<h2>Failing checks across the class</h2><table class=progress>{top}</table>{more}"
 
 
 def _students(run: ClassRun) -> str:
     lessons = sorted({check.lesson for check in check_columns(run)})
-    head = "".join(f"<th>lesson {number}</th>" for number in lessons)
+    head = "".join(f"<th class=lesson title='lesson {number}'>L{number}</th>" for number in lessons)
     rows = []
     for student in run.students:
         name = f"<th class=name title='{escape(student.source, quote=True)}'>{escape(printable(student.name))}</th>"
@@ -185,8 +188,8 @@ table{border-collapse:collapse;margin-bottom:1.5em}th,td{padding:.2em .5em;text-
 .chart{width:24em;max-width:30vw}.bar{display:inline-block;height:1em;vertical-align:middle}.legend .bar{width:1em}
 .done{background:#2a9d4b}.open{background:#e9b949}.fail{background:#d1495b}
 .matrix{overflow-x:auto;max-width:100%}
-.students td,.students th{white-space:nowrap}
-.students .name{position:sticky;left:0;background:#fff;z-index:1;max-width:16em;overflow:hidden;text-overflow:ellipsis;box-shadow:1px 0 0 #ddd}
+.students{font-size:.9em}.students td,.students th{white-space:nowrap;padding:.2em .35em}
+.students .name{position:sticky;left:0;background:#fff;z-index:1;max-width:13em;overflow:hidden;text-overflow:ellipsis;box-shadow:1px 0 0 #ddd}
 .students td.passed{color:#2a9d4b}.students td.failed,.students li.failed,.students li.error{color:#d1495b}
 .students li.timeout{color:#b07d00}.students ul{margin:.2em 0;padding-left:1em;font-size:.85em;list-style:none}
 .students summary{cursor:pointer}.problem{color:#888;font-style:italic;white-space:normal!important}
