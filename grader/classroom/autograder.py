@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = "/autograder"
 USER = "student"
-TIMEOUT = 900.0  # seconds the grading of one submission may take
+TIMEOUT = 480.0  # seconds one submission's grading may take: within Gradescope's default limit of 10 minutes
 SUBMISSION_LIMIT = 50 * 2**20  # bytes of rover/ code accepted
 JUNK = {"__pycache__", ".pytest_cache", ".git"}
 COURSE_PARTS = ("copier.yml", "lessons", "rover", "solutions", "stash")  # what a wheel carries under grader/kit/

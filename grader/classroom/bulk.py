@@ -241,10 +241,13 @@ def _grade_in_threads(todo, grade, workers, stopping, token, progress) -> None:
                 student = future.result()
                 if progress and (student.graded or student.problem):
                     progress(student)
-        except BaseException:  # Ctrl-C: nothing new starts, everything running is killed, then the threads return
+        except BaseException:  # Ctrl-C: nothing new starts, and what runs is killed until every thread has returned
             stopping.set()
-            cleanup.end_processes(None, token)
-            pool.shutdown(wait=True, cancel_futures=True)
+            for future in pending:
+                future.cancel()
+            while not all(future.done() for future in pending):
+                cleanup.end_processes(None, token)
+                time.sleep(0.1)
             raise
 
 
