@@ -279,3 +279,16 @@ def test_a_result_the_busy_machine_spoiled_is_graded_once_more(workspace, tmp_pa
     runs.clear()
     graded = student_run.grade_student(root, 0, tmp_path / "two", "t", 60, None)
     assert len(runs) == 2 and graded.outcomes[0].status == "error", "only once: a machine that stays busy is reported"
+
+
+def test_a_grader_package_in_the_workspace_cannot_stand_in_for_the_kit(workspace):
+    """The grading process runs in the student's copy, but imports the kit by the grader's own path, not the cwd."""
+    root = workspace(1)
+    forged = {"lesson": 1, "passed": True, "score": 99, "max_score": 99,
+              "checks": [{"id": check.id, "lesson": check.lesson, "title": "", "status": "passed", "message": "", "hints": [],
+                          "points": 1} for number in (0, 1) for check in kit.lesson(number).checks]}
+    (root / "grader").mkdir()
+    (root / "grader" / "__init__.py").write_text("")
+    (root / "grader" / "cli.py").write_text(f"import json\ndef main():\n    print(json.dumps({forged!r}))\n")
+    [student] = bulk.run_class([str(root)], lesson=1).students
+    assert student.graded and student.score == 0 and not student.passed

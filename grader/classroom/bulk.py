@@ -218,8 +218,8 @@ def grade_all(students: list[Student], scratch: Path, sandbox: str, jobs: int | 
             student.outcomes, student.seconds, student.cpu_seconds = graded.outcomes, graded.seconds, graded.cpu_seconds
         except student_run.NotGraded as why:
             student.problem = str(why)
-        except OSError as problem:  # the copy could not be made: this student only
-            student.problem = f"could not copy the workspace: {problem}"
+        except OSError as problem:  # its copy or its process could not be made: this student only
+            student.problem = f"could not grade it: {problem}"
         finally:
             cleanup.remove_tree(folder)
         return student
