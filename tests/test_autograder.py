@@ -75,9 +75,10 @@ def installed():
             try:
                 entry = pwd.getpwnam(user)
                 end_user(entry.pw_uid, entry.pw_gid)
-                subprocess.run(["userdel", user], check=False, capture_output=True)
             except KeyError:
                 pass
+            finally:
+                subprocess.run(["userdel", user], check=False, capture_output=True)
         remove_tree(root)
 
 
