@@ -69,17 +69,24 @@ def installed():
         assert done.returncode == 0, done.stderr
         yield root, modes, archive, user
     finally:
-        if user:
-            import pwd
+        try:
+            _remove_user(user)
+        finally:
+            remove_tree(root)
 
-            try:
-                entry = pwd.getpwnam(user)
-                end_user(entry.pw_uid, entry.pw_gid)
-            except KeyError:
-                pass
-            finally:
-                subprocess.run(["userdel", user], check=False, capture_output=True)
-        remove_tree(root)
+
+def _remove_user(user: str) -> None:
+    import pwd
+
+    if not user:
+        return
+    try:
+        entry = pwd.getpwnam(user)
+        end_user(entry.pw_uid, entry.pw_gid)
+    except KeyError:
+        pass
+    finally:
+        subprocess.run(["userdel", user], check=False, capture_output=True)
 
 
 @pytest.fixture
