@@ -198,6 +198,20 @@ def test_code_that_finds_the_autograder_writes_full_marks_and_kills_the_grader_s
     assert "could not be graded" in results["output"] or results["tests"], results["output"]
 
 
+@ROOT_ONLY
+def test_a_submission_cannot_borrow_the_kits_reference_solution(autograder, rendered):
+    """The installed kit carries the reference solutions (rendering needs them); setup.sh makes them root's alone,
+    so a stub that runs the solution's code at import scores what the stub earns: 0."""
+    def submit(folder: Path) -> None:
+        shutil.copytree(rendered(LESSON) / "rover", folder / "rover")
+        read = folder / "rover" / "tools" / "read.py"
+        read.write_text(read.read_text() + "\nimport pathlib, grader\ntry:\n    exec((pathlib.Path(grader.__file__).parent"
+                        " / 'kit' / 'solutions' / 'rover' / 'tools' / 'read.py').read_text())\nexcept OSError:\n    pass\n")
+
+    results = _grade(autograder, submit)
+    assert results["score"] == 0 and results["tests"], results["output"]
+
+
 HOSTILE = {
     "writes its own results.json": "(ROOT / 'results' / 'results.json').write_text(json.dumps(FORGED))\n",
     "blocks results.json with a folder": "(ROOT / 'results' / 'results.json').mkdir(parents=True, exist_ok=True)\n",

@@ -190,6 +190,14 @@ def test_a_target_that_cannot_be_graded_is_one_line_and_exit_2(tmp_path, monkeyp
     assert not (tmp_path / "c.csv").exists()
 
 
+def test_a_target_that_cannot_be_read_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    (tmp_path / "locked").mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path).name == "locked" else real_access(path, mode))
+    result = CliRunner().invoke(main, ["class", "grade", str(tmp_path / "locked")])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "cannot be read" in result.output
+
+
 def test_a_folder_without_a_workspace_stays_a_row(tmp_path):
     (tmp_path / "empty").mkdir()
     result = _run(str(tmp_path / "empty"))
