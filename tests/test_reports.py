@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import time
+from datetime import datetime, timedelta, timezone
 
 import jsonschema
 import pytest
@@ -17,7 +18,7 @@ from grader.grading.runner import Outcome
 FORMATS = ["text", "html", "simple_format", "md", "ansi"]
 VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
 # Written from Gradescope's "Autograder Specifications" (Output format, visibility, test case status, output
-# string formatting). Only the documented keys; per-test execution_time is the one addition the kit makes.
+# string formatting). Only the documented keys: a test has no execution_time of its own.
 RESULTS_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -50,7 +51,6 @@ RESULTS_SCHEMA = {
                     "tags": {"type": "array", "items": {"type": "string"}},
                     "visibility": {"enum": VISIBILITY},
                     "extra_data": {"type": "object"},
-                    "execution_time": {"type": "number", "minimum": 0},
                 },
             },
         },
@@ -121,7 +121,7 @@ def test_junit_escapes_every_character_xml_cannot_hold(mixed, tmp_path):
 
 def test_results_json_follows_the_documented_spec(mixed, tmp_path):
     path = tmp_path / "results.json"
-    write_gradescope(mixed, path)
+    write_gradescope(mixed, path, started=datetime.now(timezone.utc) - timedelta(seconds=6.1))
     results = json.loads(path.read_text())
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert "max_score" not in results
@@ -133,11 +133,29 @@ def test_results_json_follows_the_documented_spec(mixed, tmp_path):
     assert [test["status"] for test in earlier].count("failed") == 1, "but a regression still shows"
     assert results["score"] == sum(test["score"] for test in own) == len(own) - 3
     assert sum(test["max_score"] for test in own) == sum(check.points for check in kit.lesson(1).checks)
-    assert results["execution_time"] == pytest.approx(sum(outcome.seconds for outcome in mixed.outcomes), abs=0.01)
+    assert results["execution_time"] == pytest.approx(6.1, abs=0.5), "the run's wall time, not the checks' times added up"
+    assert sum(outcome.seconds for outcome in mixed.outcomes) > 10
+    numbers = [test["number"] for test in tests]
+    assert numbers[:2] == ["0.1", "0.2"] and numbers[len(earlier)] == "1.1", "k restarts in each lesson"
+    assert numbers == [f"{lesson}.{k}" for lesson in (0, 1) for k in range(1, len(kit.lesson(lesson).checks) + 1)]
+
+
+def test_check_gradescope_times_the_run_from_the_process_start(workspace, tmp_path):
+    import subprocess
+    import sys
+
+    root = workspace(1, solved=True)
+    path = tmp_path / "results.json"
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "grader.cli", "check", "--gradescope", str(path)], cwd=root, capture_output=True, timeout=300)
+    wall = time.monotonic() - started
+    results = json.loads(path.read_text())
+    jsonschema.validate(results, RESULTS_SCHEMA)
+    assert 0.2 * wall < results["execution_time"] <= wall + 0.5
 
 
 def test_results_json_keeps_timeouts_and_errors_apart(mixed):
-    tests = {test["name"].split(":")[0]: test for test in gradescope_results(mixed)["tests"]}
+    tests = {test["name"].split(":")[0]: test for test in gradescope_results(mixed, 1.0)["tests"]}
     ones = kit.lesson(1).checks
     timeout, crash, wrong = (tests[f"lesson-1 {ones[n].id}"] for n in (2, 3, 1))
     assert timeout["status"] == crash["status"] == wrong["status"] == "failed"
@@ -145,14 +163,14 @@ def test_results_json_keeps_timeouts_and_errors_apart(mixed):
     assert crash["output"].startswith("Error: ZeroDivisionError") and "error" in crash["tags"]
     assert wrong["output"].startswith("Failed: boom") and f"Hint: {ones[1].hints[0]}" in wrong["output"]
     assert ones[1].hints[1] not in wrong["output"]
-    assert timeout["execution_time"] == 10.0 and timeout["visibility"] == "visible"
+    assert "execution_time" not in timeout and timeout["visibility"] == "visible"
     assert tests[f"lesson-1 {ones[0].id}"]["output"] == ""
 
 
 def test_an_untouched_stub_earns_no_points_for_the_lessons_handed_out_solved(workspace):
     root = workspace(2)
     result = grade(Workspace(root, 2))
-    results = gradescope_results(result)
+    results = gradescope_results(result, 1.0)
     jsonschema.validate(results, RESULTS_SCHEMA)
     earlier = [test for test in results["tests"] if not test["name"].startswith("lesson-2 ")]
     assert earlier and all(test["status"] == "passed" and test["max_score"] == 0 for test in earlier)
@@ -166,6 +184,6 @@ def test_the_github_classroom_result_counts_the_same_points(mixed):
     result = classroom_results(mixed)
     ones = kit.lesson(1).checks
     assert result["status"] == "fail" and result["max_score"] == sum(check.points for check in ones)
-    assert sum(test["score"] for test in result["tests"]) == gradescope_results(mixed)["score"]
+    assert sum(test["score"] for test in result["tests"]) == gradescope_results(mixed, 1.0)["score"]
     statuses = {test["name"].split(" ")[1]: test["status"] for test in result["tests"]}
     assert (statuses[ones[1].id], statuses[ones[2].id], statuses[ones[3].id]) == ("fail", "error", "error")

@@ -62,11 +62,18 @@ def _run_steps(workspace: Path, tmp_path: Path, variables: dict[str, str], path:
 
 @pytest.fixture(scope="module")
 def kit_env(tmp_path_factory):
-    """A venv the workflow's install step can pip-install the kit into, and the wheel to install."""
+    """A venv the workflow's install step can pip-install the kit into, and the wheel to install. It sees the
+    packages the running interpreter sees (a .pth file): `--system-site-packages` alone, made from inside a venv,
+    would see the base Python's, not this venv's, and pip could not find the kit's dependencies offline."""
     folder = tmp_path_factory.mktemp("ci")
     wheel = build_wheel(folder)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(folder / "venv")], check=True, timeout=300)
-    return str(wheel), f"{folder / 'venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    seen = [entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages")) and Path(entry).is_dir()]
+    (Path(site) / "workshop-offline.pth").write_text("\n".join(seen) + "\n")
+    return str(wheel), f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"
 
 
 def test_the_workflow_is_valid_and_pinned_to_the_workspaces_lesson(rendered):

@@ -1,32 +1,46 @@
-"""Grade a whole class: find every workspace among the paths given, grade them in parallel, one row per student.
+"""Grade a whole class: find every workspace among the paths given, grade each in a process of its own, one row each.
 
-A path may be a workspace, a folder of them, a git repository on disk (a `file://` URL or a bare repo, cloned
-into the run folder) or a zip (unpacked there). Anything that holds no workspace becomes a row that says so,
-never a silent zero. Each workspace is graded through the sandboxed runner (`run_checks`) in a process of
-its own, so one student's run can never touch another's.
+A path may be a workspace, a folder of them, a git repository on disk (a `file://` URL or a bare repo, cloned into
+the run folder) or a zip (unpacked there). A path the instructor typed that cannot be graded at all (missing,
+unreadable, not a folder, zip or repository) is one error line; an entry of a class folder that holds no workspace is
+a row that says so. Each student is graded by `workshop check --json` in its own process, inside the sandbox
+(grader.classroom.student_run), on a private copy of their workspace: never a shared pool that runs student code.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
+import threading
+import time
 import zipfile
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+from urllib.parse import unquote, urlparse
 
+from grader.classroom import cleanup, student_run
+from grader.classroom.zips import Unpackable, unpack
 from grader.course.workspace import ANSWERS, NotAWorkspace, Workspace
-from grader.grading.grade import Grade
+from grader.errors import WorkshopError
+from grader.grading.runner import Outcome
 
-ZIP_LIMIT = 200 * 2**20  # bytes a submission may unpack to
-LANES = 1  # worker processes per workspace (see grade_all)
-PER_CORE = 4  # workspaces graded at once, per core
-SKIP = {".git", "stash", "__pycache__", ".pytest_cache", "node_modules", ".venv"}
+try:
+    from grader.grading.boundary import NoBoundary, require
+except ImportError:  # until the sandbox backends land: bubblewrap on PATH is the least a boundary needs
+    class NoBoundary(Exception):  # type: ignore[no-redef]
+        """No sandbox can run here; the message names what is missing and how to install it."""
+
+    def require() -> str:  # type: ignore[misc]
+        if shutil.which("bwrap") is None:
+            raise NoBoundary("no sandbox for student code: bubblewrap is not installed "
+                             "(`sudo apt-get install bubblewrap`, or `sudo dnf install bubblewrap`)")
+        return "bwrap"
+
+TIMEOUT = 600.0  # seconds one student's grading may take, start to end
+UNSAFE = "none (--unsafe-no-sandbox: student code ran with the instructor's rights)"
 
 
 @dataclass
@@ -36,20 +50,75 @@ class Student:
     source: str
     path: Path | None = None
     lesson: int | None = None
-    grade: Grade | None = None
+    outcomes: list[Outcome] | None = None
     problem: str = ""
     seconds: float = 0.0  # wall time of its grading
-    cpu_seconds: float = 0.0  # CPU time of its grading, worker processes included
+    cpu_seconds: float = 0.0  # CPU time of its grading process and the processes it waited for
 
     @property
     def graded(self) -> bool:
-        return self.grade is not None
+        return self.outcomes is not None
+
+    @property
+    def own(self) -> list[Outcome]:
+        """The graded lesson's own checks: the ones that carry points, as on Gradescope."""
+        return [outcome for outcome in self.outcomes or [] if outcome.check.lesson == self.lesson]
+
+    @property
+    def regressions(self) -> list[Outcome]:
+        """Earlier lessons' checks that fail: handed out solved, so each one is a regression."""
+        return [outcome for outcome in self.outcomes or [] if outcome.check.lesson != self.lesson and not outcome.passed]
+
+    @property
+    def score(self) -> int:
+        return sum(outcome.check.points for outcome in self.own if outcome.passed)
+
+    @property
+    def max_score(self) -> int:
+        return sum(outcome.check.points for outcome in self.own)
+
+    @property
+    def passed(self) -> bool:
+        return self.graded and all(outcome.passed for outcome in self.outcomes)
 
 
 @dataclass
 class ClassRun:
     students: list[Student] = field(default_factory=list)
     seconds: float = 0.0
+    sandbox: str = ""  # the boundary's backend, or UNSAFE
+
+
+def boundary(unsafe: bool) -> str:
+    """The sandbox backend every student will be graded in; without one, WorkshopError unless `unsafe`."""
+    try:
+        return require()
+    except NoBoundary as missing:
+        if unsafe:
+            return UNSAFE
+        raise WorkshopError(f"{missing}; or pass --unsafe-no-sandbox to grade without one "
+                            f"(student code then runs with your rights, and every report says so)") from None
+
+
+def check_targets(targets: list[str]) -> None:
+    """One error line (exit 2) for a target that is mistyped or cannot be graded at all, before anything runs."""
+    for target in targets:
+        if target.split(":", 1)[0] in ("http", "https", "ssh", "git") or target.startswith("git@"):
+            raise WorkshopError(f"{target}: only repositories on disk are graded (a path or a file:// URL); clone it first")
+        if target.startswith("file:"):
+            parsed = urlparse(target)
+            path = Path(unquote(parsed.path))
+            if parsed.netloc not in ("", "localhost") or not path.is_dir():
+                raise WorkshopError(f"{target}: not a repository on this machine; "
+                                    f"a file:// URL names a folder, as in file:///home/me/class/alice.git")
+            continue
+        path = Path(target)
+        if not path.exists():
+            raise WorkshopError(f"{target}: no such file or folder")
+        if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+            raise WorkshopError(f"{target}: cannot be read (permission denied)")
+        if path.is_file() and not zipfile.is_zipfile(path):
+            raise WorkshopError(f"{target}: not a folder or a zip; give a workspace, a folder of them, a zip or a repository")
 
 
 def collect(targets: list[str], scratch: Path, lesson: int | None = None) -> list[Student]:
@@ -65,20 +134,16 @@ def collect(targets: list[str], scratch: Path, lesson: int | None = None) -> lis
 
 
 def _expand(target: str, scratch: Path) -> list[Student]:
-    if target.startswith("file://") or (Path(target).is_dir() and _is_bare_repo(Path(target))):
+    if target.startswith("file:") or (Path(target).is_dir() and _is_bare_repo(Path(target))):
         return [_clone(target, scratch)]
-    if target.split(":", 1)[0] in ("http", "https", "ssh", "git") or target.startswith("git@"):
-        return [Student(_stem(target), target, problem="only repositories on disk are graded (a path or file:// URL); clone it first")]
     path = Path(target)
-    if path.is_file() and path.suffix == ".zip":
+    if path.is_file():
         return [_unzip(path, scratch)]
-    if not path.exists():
-        return [Student(path.name or target, target, problem="no such file or folder")]
     if path.is_dir() and (path / ANSWERS).is_file():
         return [Student(path.resolve().name, target, path)]
     if path.is_dir():
         entries = sorted(entry for entry in path.iterdir() if not entry.name.startswith(".")
-                         and (entry.is_dir() or entry.suffix == ".zip"))
+                         and not entry.is_symlink() and (entry.is_dir() or entry.suffix == ".zip"))
         if entries:
             return [student for entry in entries for student in _expand(str(entry), scratch)]
     return [_find_inside(path, path.name, target)]
@@ -90,7 +155,7 @@ def _find_inside(folder: Path, name: str, source: str) -> Student:
         return Student(name, source, folder)
     if folder.is_dir():
         found = sorted({answers.parent for depth in ("*/", "*/*/") for answers in folder.glob(depth + ANSWERS)
-                        if not SKIP & set(answers.relative_to(folder).parts[:-1])})
+                        if not student_run.LEFT_OUT & set(answers.relative_to(folder).parts[:-1])})
         if len(found) == 1:
             return Student(name, source, found[0])
         if len(found) > 1:
@@ -101,7 +166,8 @@ def _find_inside(folder: Path, name: str, source: str) -> Student:
 def _clone(url: str, scratch: Path) -> Student:
     name = _stem(url)
     target = Path(tempfile.mkdtemp(prefix="clone-", dir=scratch)) / name
-    done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--no-recurse-submodules", url, str(target)],
+    done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
+                           "clone", "--quiet", "--no-recurse-submodules", url, str(target)],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["git clone failed"])[-1]
@@ -111,20 +177,12 @@ def _clone(url: str, scratch: Path) -> Student:
 
 
 def _unzip(archive: Path, scratch: Path) -> Student:
-    name = archive.stem
     target = Path(tempfile.mkdtemp(prefix="zip-", dir=scratch))
     try:
-        with zipfile.ZipFile(archive) as bundle:
-            members = bundle.infolist()
-            if sum(member.file_size for member in members) > ZIP_LIMIT:
-                return Student(name, str(archive), problem=f"unpacks to more than {ZIP_LIMIT // 2**20} MB")
-            for member in members:
-                if (member.external_attr >> 16) & 0o170000 == 0o120000:
-                    continue  # a symlink could point anywhere on the grader's machine
-                bundle.extract(member, target)  # zipfile strips absolute paths and `..` parts
-    except (zipfile.BadZipFile, OSError) as problem:
-        return Student(name, str(archive), problem=f"not a readable zip: {problem}")
-    return _find_inside(target, name, str(archive))
+        unpack(archive, target)
+    except Unpackable as problem:
+        return Student(archive.stem, str(archive), problem=str(problem))
+    return _find_inside(target, archive.stem, str(archive))
 
 
 def _settle_lesson(student: Student, lesson: int | None) -> None:
@@ -138,60 +196,59 @@ def _settle_lesson(student: Student, lesson: int | None) -> None:
         student.problem = f"{problem} (or pass --lesson N)"
 
 
-def grade_all(students: list[Student], jobs: int | None = None, progress: Callable[[Student], None] | None = None,
-              lanes: int = LANES) -> None:
-    """Grade every gradable student in place, `jobs` workspaces at a time, each in a fresh process.
+def grade_all(students: list[Student], scratch: Path, sandbox: str, jobs: int | None = None, timeout: float = TIMEOUT,
+              progress: Callable[[Student], None] | None = None) -> None:
+    """Grade every gradable student in place, `jobs` at a time (default: one per core), each in its own process.
 
-    A lone `workshop check` spreads its checks over several worker processes to finish soon; a class
-    is quicker with one worker per workspace (each worker costs a Python start) and more workspaces at
-    once, so that one workspace's waits (sleeps, timeouts) are filled by another's work: measured, a
-    third less CPU than one `workshop check` per workspace (bench/bulk_grade.py). The price is a longer
-    tail for a workspace whose checks time out one after another.
+    Threads here only wait: each student's grading is a `workshop check` process with its own session, clock and
+    folder. Ctrl-C kills every one of them (and whatever they started) before it returns to the caller.
     """
     todo = [student for student in students if student.path is not None and not student.problem]
-    if not todo:
-        return
-    workers = max(1, min(jobs or PER_CORE * (os.cpu_count() or 1), len(todo)))
-    options = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
-    context = multiprocessing.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
-    if context.get_start_method() == "forkserver":
-        context.set_forkserver_preload(["grader.classroom.bulk", "grader.grading.grade"])  # import once, fork per workspace
-    with ProcessPoolExecutor(workers, mp_context=context, **options) as pool:
-        pending = {pool.submit(_grade_one, str(student.path), student.lesson, lanes): student for student in todo}
+    token = f"class-{os.urandom(6).hex()}"
+    stopping = threading.Event()
+    forced = None if sandbox == UNSAFE else sandbox
+
+    def grade(number: int, student: Student) -> Student:
+        if stopping.is_set():
+            return student
+        folder = scratch / f"student-{number}"
+        folder.mkdir(mode=0o700)
+        try:
+            graded = student_run.grade_student(student.path, student.lesson, folder, f"{token}-{number}", timeout, forced)
+            student.outcomes, student.seconds, student.cpu_seconds = graded.outcomes, graded.seconds, graded.cpu_seconds
+        except student_run.NotGraded as why:
+            student.problem = str(why)
+        except OSError as problem:  # its copy or its process could not be made: this student only
+            student.problem = f"could not grade it: {problem}"
+        finally:
+            cleanup.remove_tree(folder)
+        return student
+
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    before, since = cleanup.adopt_orphans()
+    try:
+        _grade_in_threads(todo, grade, workers, stopping, token, progress)
+    finally:
+        cleanup.end_processes(None, token)
+        cleanup.end_orphans(before, since)
+
+
+def _grade_in_threads(todo, grade, workers, stopping, token, progress) -> None:
+    with ThreadPoolExecutor(workers, thread_name_prefix="class-grade") as pool:
+        pending = [pool.submit(grade, number, student) for number, student in enumerate(todo)]
         try:
             for future in as_completed(pending):
-                student = pending[future]
-                try:
-                    student.grade, student.seconds, student.cpu_seconds = future.result()
-                except Exception as crash:  # a grader failure on one workspace must not lose the class
-                    student.problem = f"the grader failed on this workspace: {type(crash).__name__}: {crash}"
-                if progress:
+                student = future.result()
+                if progress and (student.graded or student.problem):
                     progress(student)
-        except KeyboardInterrupt:  # as a terminal's Ctrl-C would: each grading process stops its own workers
-            for process in list(getattr(pool, "_processes", {}).values()):
-                if process.is_alive():
-                    os.kill(process.pid, signal.SIGINT)
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # Ctrl-C: nothing new starts, and what runs is killed until every thread has returned
+            stopping.set()
+            for future in pending:
+                future.cancel()
+            while not all(future.done() for future in pending):
+                cleanup.end_processes(None, token)
+                time.sleep(0.1)
             raise
-
-
-def _grade_one(path: str, lesson: int, lanes: int) -> tuple[Grade, float, float]:
-    """Runs in a fresh process per workspace; its CPU time covers the workers it waited for."""
-    import resource
-    import time
-
-    from grader.grading.grade import checks_up_to
-    from grader.grading.runner import run_suite
-
-    started, cpu = time.monotonic(), _cpu(resource)
-    suite = run_suite(Path(path), checks_up_to(lesson), jobs=lanes)
-    result = Grade(lesson, suite.outcomes, suite.root_cause)
-    return result, time.monotonic() - started, _cpu(resource) - cpu
-
-
-def _cpu(resource) -> float:
-    own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
 
 
 def _unique_names(students: list[Student]) -> None:
@@ -212,19 +269,21 @@ def _is_bare_repo(path: Path) -> bool:
 
 
 def run_class(targets: list[str], lesson: int | None = None, jobs: int | None = None,
-              progress: Callable[[Student], None] | None = None, on_collected: Callable[[list[Student]], None] | None = None) -> ClassRun:
-    """Collect, then grade; the clones and unpacked zips live in one run folder, removed however the run ends."""
-    import time
-
+              progress: Callable[[Student], None] | None = None, on_collected: Callable[[list[Student]], None] | None = None,
+              unsafe: bool = False, timeout: float = TIMEOUT) -> ClassRun:
+    """Check the targets and the boundary, collect, then grade; everything unpacked or copied lives in one run
+    folder, removed however the run ends."""
+    check_targets(targets)
+    sandbox = boundary(unsafe)
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="workshop-class-"))
     try:
         students = collect(targets, scratch, lesson)
         if on_collected:
             on_collected(students)
-        grade_all(students, jobs, progress)
+        grade_all(students, scratch, sandbox, jobs, timeout, progress)
         for student in students:
             student.path = student.path if student.path is None or scratch not in student.path.parents else None
-        return ClassRun(students, time.monotonic() - started)
+        return ClassRun(students, time.monotonic() - started, sandbox)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        cleanup.remove_tree(scratch)

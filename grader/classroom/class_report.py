@@ -1,21 +1,41 @@
 """A graded class as files: CSV (one row per student, one column per check), JSON, and a static HTML report.
 
-The HTML page needs no JavaScript and no build: CSS bars show how far the class has got, lesson by lesson,
-and which checks fail most across it (what to explain next).
+A score counts the graded lesson's own checks (as on Gradescope); failing checks of earlier lessons, which every
+student was handed solved, are counted beside it as regressions. Everything a student controls (a name from a git
+author, a folder name, a message) is made safe for where it goes: CSV cells that a spreadsheet would run as a
+formula are defused, terminal text loses its control characters, HTML is escaped. The HTML page needs no JavaScript:
+its check matrix folds by lesson (one column per lesson, its failing checks behind a <details>), with the student
+column pinned, so a class fits a 1366x768 projector.
 """
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import Counter
 from datetime import datetime
 from html import escape
 from pathlib import Path
 
-from grader.classroom.bulk import ClassRun, Student
+from grader.classroom.bulk import UNSAFE, ClassRun, Student
 from grader.course import kit
 
+TOP_FAILING = 8  # failing checks shown before "more" (what to explain next fits one screen)
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⧗"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Escape sequences whole (CSI, OSC, two-character), then any control or bidirectional-override character left.
+_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` as a terminal may show it: no escape sequence, no control character (a newline becomes a space)."""
+    return _CONTROL.sub("", _SEQUENCE.sub("", text.replace("\n", " ").replace("\t", " ")))
+
+
+def defused(cell: object) -> object:
+    """A CSV cell a spreadsheet shows as text: one that starts like a formula gets a leading apostrophe (OWASP)."""
+    return f"'{cell}" if isinstance(cell, str) and cell.startswith(FORMULA_START) else cell
 
 
 def check_columns(run: ClassRun) -> list[kit.Check]:
@@ -27,32 +47,48 @@ def check_columns(run: ClassRun) -> list[kit.Check]:
 def summary(student: Student) -> str:
     if not student.graded:
         return student.problem
-    passed = sum(outcome.passed for outcome in student.grade.outcomes)
-    return f"{passed}/{len(student.grade.outcomes)} checks pass"
+    own = student.own
+    text = f"{sum(outcome.passed for outcome in own)}/{len(own)} of lesson {student.lesson}'s checks pass"
+    return text + (f"; {len(student.regressions)} regressions in earlier lessons" if student.regressions else "")
 
 
 def write_csv(run: ClassRun, path: Path) -> None:
     columns = check_columns(run)
     with path.open("w", newline="", encoding="utf-8") as out:
         table = csv.writer(out)
-        table.writerow(["student", "source", "lesson", "score", "max_score", "result", *(check.id for check in columns)])
+        table.writerow(["student", "source", "lesson", "score", "max_score", "regressions", "result", "sandbox",
+                        *(check.id for check in columns)])
         for student in run.students:
-            statuses = {outcome.check.id: outcome.status for outcome in student.grade.outcomes} if student.graded else {}
-            table.writerow([student.name, student.source, "" if student.lesson is None else student.lesson,
-                            student.grade.score if student.graded else "", student.grade.max_score if student.graded else "",
-                            summary(student), *(statuses.get(check.id, "") for check in columns)])
+            statuses = {outcome.check.id: outcome.status for outcome in student.outcomes or []}
+            graded = student.graded
+            row = [student.name, student.source, "" if student.lesson is None else student.lesson,
+                   student.score if graded else "", student.max_score if graded else "",
+                   len(student.regressions) if graded else "", summary(student), run.sandbox,
+                   *(statuses.get(check.id, "") for check in columns)]
+            table.writerow([defused(cell) for cell in row])
 
 
 def as_json(run: ClassRun) -> dict:
     return {
+        "sandbox": run.sandbox,
+        "unsafe": run.sandbox == UNSAFE,
+        "seconds": round(run.seconds, 3),
         "students": [
             {"name": student.name, "source": student.source, "lesson": student.lesson, "problem": student.problem or None,
              "seconds": round(student.seconds, 3), "cpu_seconds": round(student.cpu_seconds, 3),
-             "grade": student.grade.as_json() if student.graded else None}
+             "grade": _grade(student) if student.graded else None}
             for student in run.students
         ],
         "failing_most": [{"id": check.id, "title": check.title, "failing": count} for check, count in failures(run)],
     }
+
+
+def _grade(student: Student) -> dict:
+    return {"lesson": student.lesson, "passed": student.passed, "score": student.score, "max_score": student.max_score,
+            "regressions": [outcome.check.id for outcome in student.regressions],
+            "checks": [{"id": outcome.check.id, "lesson": outcome.check.lesson, "status": outcome.status,
+                        "message": outcome.message, "points": outcome.check.points if outcome.check.lesson == student.lesson else 0}
+                       for outcome in student.outcomes]}
 
 
 def write_json(run: ClassRun, path: Path) -> None:
@@ -62,7 +98,7 @@ def write_json(run: ClassRun, path: Path) -> None:
 def failures(run: ClassRun) -> list[tuple[kit.Check, int]]:
     """Checks by how many students they fail for (errors and timeouts too), most first."""
     counts = Counter(outcome.check for student in run.students if student.graded
-                     for outcome in student.grade.outcomes if not outcome.passed)
+                     for outcome in student.outcomes if not outcome.passed)
     return sorted(counts.items(), key=lambda item: (-item[1], item[0].lesson, item[0].id))
 
 
@@ -72,20 +108,23 @@ def write_html(run: ClassRun, path: Path) -> None:
 
 def render_html(run: ClassRun) -> str:
     graded = [student for student in run.students if student.graded]
+    banner = (f"<p class=unsafe>Graded without a sandbox (--unsafe-no-sandbox): student code ran with the instructor's "
+              f"rights, so a student could have changed any grade here.</p>" if run.sandbox == UNSAFE else
+              f"<p class=sandbox>Each student graded in their own {escape(run.sandbox)} sandbox.</p>")
     parts = [
-        f"<h1>Class report</h1><p>{len(run.students)} entries: {len(graded)} graded, "
+        f"<h1>Class report</h1>{banner}<p>{len(run.students)} entries: {len(graded)} graded, "
         f"{len(run.students) - len(graded)} not graded. Made {datetime.now():%Y-%m-%d %H:%M}.</p>",
         _progress(graded), _failing_most(run, len(graded)), _students(run),
     ]
-    return f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>Class report</title><style>{STYLE}</style></head>" \
-           f"<body>{''.join(parts)}</body></html>\n"
+    return f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>" \
+           f"<title>Class report</title><style>{STYLE}</style></head><body>{''.join(parts)}</body></html>\n"
 
 
 def _progress(graded: list[Student]) -> str:
     rows = []
     for lesson in kit.lessons():
         here = [student for student in graded if student.lesson == lesson.number]
-        done = sum(student.grade.passed for student in here)
+        done = sum(student.passed for student in here)
         width = 100 / max(1, len(graded))
         rows.append(f"<tr><th>{lesson.id}</th><td>{escape(lesson.title)}</td><td class=chart>"
                     f"<span class='bar done' style='width:{done * width:.1f}%'></span>"
@@ -99,39 +138,60 @@ def _failing_most(run: ClassRun, graded: int) -> str:
     counted = failures(run)
     if not counted:
         return "<h2>Failing checks</h2><p>No check fails for anyone.</p>"
-    rows = "".join(
-        f"<tr><th>{escape(check.id)}</th><td>{escape(check.title)}</td><td class=chart><span class='bar fail' "
-        f"style='width:{100 * count / max(1, graded):.1f}%'></span></td><td>{count} of {graded}</td></tr>"
-        for check, count in counted)
-    return f"<h2>Failing checks across the class</h2><table class=progress>{rows}</table>"
+    rows = [f"<tr><th>{escape(check.id)}</th><td class=title>{escape(check.title)}</td><td class=chart><span class='bar fail' "
+            f"style='width:{100 * count / max(1, graded):.1f}%'></span></td><td>{count} of {graded}</td></tr>"
+            for check, count in counted]
+    top, rest = "".join(rows[:TOP_FAILING]), "".join(rows[TOP_FAILING:])
+    more = (f"<details><summary>{len(rows) - TOP_FAILING} more failing checks</summary><table class=progress>{rest}</table>"
+            f"</details>" if rest else "")
+    return f"<h2>Failing checks across the class</h2><table class=progress>{top}</table>{more}"
 
 
 def _students(run: ClassRun) -> str:
-    columns = check_columns(run)
-    head = "".join(f"<th class=check title='{escape(check.title, quote=True)}'>{escape(check.id)}</th>" for check in columns)
+    lessons = sorted({check.lesson for check in check_columns(run)})
+    head = "".join(f"<th class=lesson title='lesson {number}'>L{number}</th>" for number in lessons)
     rows = []
     for student in run.students:
-        cells = [f"<th>{escape(student.name)}</th>", f"<td>{escape(student.source)}</td>",
-                 f"<td>{'' if student.lesson is None else student.lesson}</td>"]
+        name = f"<th class=name title='{escape(student.source, quote=True)}'>{escape(printable(student.name))}</th>"
+        cells = [name, f"<td>{'' if student.lesson is None else student.lesson}</td>"]
         if not student.graded:
-            cells.append(f"<td class=problem colspan={len(columns) + 1}>{escape(student.problem)}</td>")
+            cells.append(f"<td class=problem colspan={len(lessons) + 2}>not graded: {escape(student.problem)}</td>")
         else:
-            outcomes = {outcome.check.id: outcome for outcome in student.grade.outcomes}
-            cells.append(f"<td>{student.grade.score}/{student.grade.max_score}</td>")
-            for check in columns:
-                outcome = outcomes.get(check.id)
-                cells.append("<td></td>" if outcome is None else
-                             f"<td class={outcome.status} title='{escape(outcome.message[:300], quote=True)}'>{MARKS.get(outcome.status, '?')}</td>")
+            cells.append(f"<td class=score>{student.score}/{student.max_score}</td>"
+                         f"<td class={'failed' if student.regressions else 'passed'}>{len(student.regressions)}</td>")
+            cells += [_lesson_cell(student, number) for number in lessons]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return (f"<h2>Students</h2><table class=students><tr><th>student</th><th>source</th><th>lesson</th><th>score</th>{head}</tr>"
-            + "".join(rows) + "</table>")
+    return ("<h2>Students</h2><p class=legend>score: the graded lesson's own checks; regressions: earlier lessons' "
+            "checks that fail. Open a lesson's cell to see which checks fail.</p><div class=matrix><table class=students>"
+            f"<tr><th class=name>student</th><th>lesson</th><th>score</th><th>regressions</th>{head}</tr>"
+            + "".join(rows) + "</table></div>")
+
+
+def _lesson_cell(student: Student, number: int) -> str:
+    outcomes = [outcome for outcome in student.outcomes if outcome.check.lesson == number]
+    if not outcomes:
+        return "<td></td>"
+    failing = [outcome for outcome in outcomes if not outcome.passed]
+    count = f"{len(outcomes) - len(failing)}/{len(outcomes)}"
+    if not failing:
+        return f"<td class=passed>✓ {count}</td>"
+    items = "".join(f"<li class={outcome.status} title='{escape(outcome.message[:300], quote=True)}'>"
+                    f"{MARKS.get(outcome.status, '?')} {escape(outcome.check.id)}</li>" for outcome in failing)
+    return f"<td class=failed><details><summary>✗ {count}</summary><ul>{items}</ul></details></td>"
 
 
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin-bottom:2em}th,td{padding:.2em .5em;text-align:left;border-bottom:1px solid #eee;white-space:nowrap}
-.chart{width:40em}.bar{display:inline-block;height:1em;vertical-align:middle}.legend .bar{width:1em}
+body{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#222;max-width:100%}
+h1{margin:.2em 0}h2{margin:1em 0 .4em}
+table{border-collapse:collapse;margin-bottom:1.5em}th,td{padding:.2em .5em;text-align:left;border-bottom:1px solid #eee;vertical-align:top}
+.progress td,.progress th{white-space:nowrap}.progress td.title{white-space:normal}
+.chart{width:24em;max-width:30vw}.bar{display:inline-block;height:1em;vertical-align:middle}.legend .bar{width:1em}
 .done{background:#2a9d4b}.open{background:#e9b949}.fail{background:#d1495b}
-.students td.passed{color:#2a9d4b}.students td.failed,.students td.error{color:#d1495b}.students td.timeout{color:#b07d00}
-.students th.check{writing-mode:vertical-rl;font-weight:normal;font-size:.8em}.problem{color:#888;font-style:italic}
+.matrix{overflow-x:auto;max-width:100%}
+.students{font-size:.9em}.students td,.students th{white-space:nowrap;padding:.2em .35em}
+.students .name{position:sticky;left:0;background:#fff;z-index:1;max-width:13em;overflow:hidden;text-overflow:ellipsis;box-shadow:1px 0 0 #ddd}
+.students td.passed{color:#2a9d4b}.students td.failed,.students li.failed,.students li.error{color:#d1495b}
+.students li.timeout{color:#b07d00}.students ul{margin:.2em 0;padding-left:1em;font-size:.85em;list-style:none}
+.students summary{cursor:pointer}.problem{color:#888;font-style:italic;white-space:normal!important}
+.unsafe{background:#d1495b;color:#fff;padding:.5em;font-weight:bold}.sandbox{color:#555}
 """
