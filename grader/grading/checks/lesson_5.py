@@ -8,10 +8,11 @@ import shutil
 import string
 import sys
 
-from grader.grading.checks import Lab, Result, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, Result, check, excerpt, expect, shown, tool_results
 
 SEARCH = "rover.tools.search"
 MATCH = re.compile(r"^(.+?):(\d+): (.*)$")
+NARROW = re.compile(r"path|glob|narrow|pattern|specific|precise", re.I)  # how to narrow a search cut by its limit
 
 
 def token() -> str:
@@ -84,16 +85,19 @@ def layout(word: str) -> tuple[dict[str, str], list[str]]:
 def format_(lab: Lab) -> None:
     word = token()
     files, answer = layout(word)
-    tree(lab, files)
-    found(lab, answer, pattern=word)
+    clock = f"time {random.randint(10, 23)}:{random.randint(10, 59)}.txt"  # a file name may contain ':'
+    tree(lab, {**files, clock: f"{word} at noon\n"})
+    found(lab, [*answer, f"{clock}:1: {word} at noon"], pattern=word)
 
 
 @check("search.no-matches")
 def no_matches(lab: Lab) -> None:
     tree(lab, {"a.py": "x = 1\n"})
     result = lab.tool("search", pattern=token())
-    expect(not result.is_error and result.text.strip().startswith("No matches found"),
-           f"a search that finds nothing should answer 'No matches found' (not an error), got {excerpt(result.text)}")
+    expect(result.text.strip().startswith("No matches found"),
+           f"a search that finds nothing should answer 'No matches found', got {excerpt(result.text)}")
+    expect(not result.is_error, "a search that finds nothing answered 'No matches found' as an error (is_error=True): "
+                                "finding nothing is an answer, not an error")
 
 
 @check("search.limit")
@@ -105,7 +109,10 @@ def limit(lab: Lab) -> None:
         result = lab.ok("search", pattern=word, **({"limit": asked} if asked else {}))
         kept, notice = matches(result)
         expect(len(kept) == shown, f"with {total}+ matches and limit {shown}, search should show {shown} match lines, got {len(kept)}")
-        expect(str(shown) in notice, f"the answer should end with a notice that the limit ({shown}) cut it, got {excerpt(notice or result.text[-200:])}")
+        expect(notice, f"with {total}+ matches and limit {shown}, the answer should end with a notice that the limit cut it; "
+                       f"it ends with the last match: {excerpt(result.text[-200:])}")
+        expect(str(shown) in notice, f"the limit notice should name the limit ({shown}), got {excerpt(notice)}")
+        expect(NARROW.search(notice), f"the limit notice should say how to narrow the search (a path, a glob, a sharper pattern), got {excerpt(notice)}")
     tree(lab, {"five.txt": f"{word}\n" * 5})
     found(lab, [f"five.txt:{n}: {word}" for n in range(1, 6)], pattern=word, path="five.txt", limit=5)
 
@@ -114,13 +121,23 @@ def limit(lab: Lab) -> None:
 def long_lines(lab: Lab) -> None:
     word = token()
     line = word + " " + "".join(random.choices(string.ascii_letters + " ", k=random.randint(1500, 2500)))
-    tree(lab, {"min.js": f"{line}\nshort {word}\n"})
-    kept, _ = matches(lab.ok("search", pattern=word))
-    expect(len(kept) == 2, f"both lines match, got {kept!r:.300}")
-    text = MATCH.match(kept[0])[3]
-    expect(text.startswith(line[:500]) and line[500:520] not in text and len(text) < 600,  # nothing past the 500th character
-           f"a {len(line)}-character line should be cut after its first 500 characters, got {len(text)} characters: {excerpt(text, 120)}")
-    expect(kept[1] == f"min.js:2: short {word}", f"short lines stay whole, got {excerpt(kept[1])}")
+    wide = word + " " + "".join(random.choices("éàüßΩж€", k=random.randint(900, 1200)))  # 2-3 bytes a character
+    tree(lab, {"min.js": f"{line}\nshort {word}\n", "wide.txt": f"{wide}\n"})
+    for mode in ("with rg", "without rg"):
+        if mode == "with rg":
+            kept, _ = matches(lab.ok("search", pattern=word))
+        else:
+            with fallback(lab):
+                kept, _ = matches(lab.ok("search", pattern=word))
+        expect(len(kept) == 3, f"{mode}: all three lines match, got {shown(kept)}")
+        for long, got in ((line, MATCH.match(kept[0])[3]), (wide, MATCH.match(kept[2])[3])):
+            expect(got.startswith(long[:500]) and long[500:520] not in got,  # nothing past the 500th character
+                   f"{mode}: a {len(long)}-character line should be cut after its first 500 characters (characters, not bytes), "
+                   f"got {len(got)} characters: {excerpt(got, 120)}")
+            said = got[500:].strip()
+            expect(said and len(said) < 200, f"{mode}: a line cut at 500 characters should say that it was cut, right after the kept text; "
+                                             f"it ends {excerpt(got[-60:])}")
+        expect(kept[1] == f"min.js:2: short {word}", f"{mode}: short lines stay whole, got {excerpt(kept[1])}")
 
 
 @check("search.gitignore")
@@ -137,6 +154,16 @@ def binary(lab: Lab) -> None:
     tree(lab, {"logo.png": b"\x89PNG\r\n\x1a\n\0\0" + word.encode() + b"\n", "data.bin": word.encode() + b"\0\1\2\n",
                "notes.txt": f"{word} in text\n"})
     found(lab, [f"notes.txt:1: {word} in text"], pattern=word)
+    for mode in ("with rg", "without rg"):  # rg searches a binary file named as `path`, and says so in a line with no NUL
+        if mode == "with rg":
+            result = lab.tool("search", pattern=word, path="data.bin")
+        else:
+            with fallback(lab):
+                result = lab.tool("search", pattern=word, path="data.bin")
+        answer = result.text.strip()
+        expect(not result.is_error and "\0" not in answer and (answer == "No matches found" or "binary" in answer.lower()),
+               f"{mode}: search(path='data.bin'), a binary file, should skip it ('No matches found') or say it is binary, "
+               f"never fail or show its bytes; got {excerpt(result.text)} (is_error={result.is_error})")
 
 
 @check("search.dash-pattern")
@@ -151,9 +178,15 @@ def bad_regex(lab: Lab) -> None:
     word = token()
     tree(lab, {"calc.py": f"{word}(1, 2)\n"})
     pattern = f"{word}("
-    text = lab.error("search", pattern=pattern).text
-    expect(pattern in text and re.search(r"regex|regular expression|pattern", text, re.I),
-           f"an invalid regex should be refused naming the pattern {pattern!r} and saying it is not a valid regex, got {excerpt(text)}")
+    for mode in ("with rg", "without rg"):
+        if mode == "with rg":
+            text = lab.error("search", pattern=pattern).text
+        else:
+            with fallback(lab):
+                text = lab.error("search", pattern=pattern).text
+        expect(pattern in text and re.search(r"regex|regular expression|pattern", text, re.I),
+               f"{mode}: an invalid regex should be refused naming the pattern {pattern!r} and saying it is not a valid regex, got {excerpt(text)}")
+        expect("literal" in text, f"{mode}: the refusal of an invalid regex should point at literal=true, got {excerpt(text)}")
     found(lab, [f"calc.py:1: {word}(1, 2)"], pattern=pattern, literal=True)
 
 
@@ -227,7 +260,7 @@ def bounded(lab: Lab) -> None:
             with fallback(lab):
                 result, peak = lab.measure("search", pattern=word)
         kept, notice = matches(result)
-        expect(len(kept) == 100 and "100" in notice, f"{mode}: 100,000 matches should show the first 100 and the limit notice, got {len(kept)} lines")
+        expect(len(kept) == 100 and notice, f"{mode}: 100,000 matches should show the first 100 and the limit notice, got {len(kept)} lines")
         expect(peak < 3_000_000, f"{mode}: searching 100,000 matches took {peak / 1e6:.1f} MB; stop reading after limit + 1 matches "
                                  "instead of collecting them all (about 3.5 MB of text)")
 
