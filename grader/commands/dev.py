@@ -27,20 +27,26 @@ BLOCK_START = re.compile(r"^\s*($|[-*] |\d+\. |#)")  # a blank line, a list item
 
 
 def tagged_sentences(text: str) -> dict[str, str]:
-    """Each requirement tag of a lesson text (`R5.3`), with the paragraph or list item it closes."""
-    blocks, current = [], []
-    for line in text.splitlines():
+    """Each requirement tag of a lesson text (`R5.3`), with the text it closes: its paragraph or list item since
+    the previous tag, and the code blocks right after it (where a notice's exact format is shown)."""
+    blocks: list[tuple[bool, str]] = []
+    current: list[str] = []
+    for line in text.splitlines() + [""]:
         if BLOCK_START.match(line) and current:
-            blocks.append(" ".join(current))
+            blocks.append((current[0].startswith("    "), " ".join(part.strip() for part in current)))
             current = []
         if line.strip():
-            current.append(line.strip())
-    blocks.append(" ".join(current))
+            current.append(line)
     found: dict[str, str] = {}
-    for block in blocks:
-        start = 0
+    last = None
+    for is_code, block in blocks:
+        if is_code and last:
+            found[last] += " " + block
+            continue
+        start, last = 0, None
         for match in TAG.finditer(block):  # the text since the block's previous tag
-            found.setdefault(f"R{match[1]}.{match[2]}", block[start:match.end()])
+            last = f"R{match[1]}.{match[2]}"
+            found.setdefault(last, block[start:match.end()])
             start = match.end()
     return found
 
