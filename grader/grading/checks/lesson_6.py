@@ -64,6 +64,8 @@ def precedence(lab: Lab) -> None:
     decides(lab, "git commit -m fix", ("ask", "git commit"), rules)
     decides(lab, "git log --oneline", ("allow", "git"), rules)
     decides(lab, "make all", ("ask", None), rules)
+    decides(lab, "git push origin main", ("allow", "git"), {"allow": ["git"], "deny": ["rm"]})  # a list left out is an empty list
+    decides(lab, "rm -r build", ("deny", "rm"), {"allow": ["git"], "deny": ["rm"]})
 
 
 @check("gate.patterns")
@@ -95,6 +97,7 @@ def newlines(lab: Lab) -> None:
     target = name()
     decides(lab, f"ls\nrm -rf {target}", ("deny", "rm -rf"))
     never_allowed(lab, f"echo hi\npython {target}.py", why=": a newline starts a second command")
+    decides(lab, f"ls #{target}\nrm -rf {target}", ("deny", "rm -rf"))  # '#' is no comment to the splitter: it must not eat the newline
 
 
 @check("gate.substitution")
@@ -104,6 +107,8 @@ def substitution(lab: Lab) -> None:
     decides(lab, f"echo `sudo cat /etc/{target}`", ("deny", "sudo"))
     decides(lab, f"(cd {target} && rm -rf build)", ("deny", "rm -rf"))
     decides(lab, f'echo "$(rm -rf {target})"', ("deny", "rm -rf"))
+    decides(lab, f"echo $(git commit -m {target})", ("ask", "git commit"))  # what is inside is judged whole: an ask too
+    decides(lab, f"cat `python {target}.py`", ("ask", None))
     answer = verdict(lab, f"(ls {target} && cat {target}/a)")
     expect(answer[0] == "allow", f"a subshell whose parts are all allowed is allowed, got {answer}")
 
@@ -112,6 +117,8 @@ def substitution(lab: Lab) -> None:
 def unparseable(lab: Lab) -> None:
     for command in (f"echo 'unclosed {name()}", f'cat "{name()}', f"echo $(ls {name()}"):
         decides(lab, command, ("ask", None))
+    for command in ("", " ; ", "&&"):
+        never_allowed(lab, command, OPEN, why=": a line with no command in it has no part an allow rule could name")
 
 
 @check("gate.bypasses")
@@ -122,11 +129,12 @@ def bypasses(lab: Lab) -> None:
     for command in (f"bash -c 'rm -rf {target}'", f"env rm -rf {target}", f"$(echo rm) -rf {target}", f'sh -c "sudo rm {target}"',
                     f"FOO=1 rm -rf {target}", f"/bin/rm -rf {target}", f"env /usr/bin/rm -rf {target}", f"nohup rm -rf {target}",
                     f"xargs rm -rf {target}", f"time rm -rf {target}", f"nice rm -rf {target}", f"command rm -rf {target}",
-                    f"exec rm -rf {target}"):
+                    f"exec rm -rf {target}", f"eval rm -rf {target}"):
         never_allowed(lab, command, OPEN, why=" (it runs a denied command in disguise)")
     for command in (f"cat notes.txt > {target}.py", f"echo 'alias ls=rm' >> {target}rc"):
         never_allowed(lab, command, why=": a redirection writes a file, so it is no longer read-only")
-    for command in (f"PATH=. ls {target}", f"LD_PRELOAD=./{target}.so cat README.md", f"env PAGER=./{target} git log"):
+    for command in (f"PATH=. ls {target}", f"LD_PRELOAD=./{target}.so cat README.md", f"env PAGER=./{target} git log",
+                    f"env ls {target}", f"/bin/ls {target}", f"command cat {target}"):
         never_allowed(lab, command, why=": an allow rule names the command as written, and an assignment in front changes what it runs")
 
 
@@ -209,6 +217,7 @@ def remember(lab: Lab) -> None:
     text = '# my rules\ndeny = [\n  "sudo",\n]\n\n# asked first\nask = []\n\nallow = [\n  "ls",  # listing is harmless\n  "cat",\n]\n'
     path = lab.file("rules/permissions.toml", text)
     rule = f"make {name()}"
+    inode = path.stat().st_ino
     lab.call(GATE, "remember", rule, str(path))
     after = path.read_text(encoding="utf-8")
     try:
@@ -219,9 +228,11 @@ def remember(lab: Lab) -> None:
            f"remember({shown(rule)}) should add it to allow and change nothing else; given the file\n{text}\nit wrote\n{after}\nwhich parses as {shown(rules)}")
     kept = [line for line in text.splitlines() if line.lstrip().startswith("#") or "#" in line]
     expect(all(line in after.splitlines() for line in kept), f"comments should be kept; given the file\n{text}\nit wrote\n{after}")
+    expect(path.stat().st_ino != inode, "remember should write the file with write_atomic (a new file renamed over the old one), "
+                                        "so a crash mid-write cannot leave half a rules file; it rewrote the file in place")
     flat_text = 'deny = ["sudo"]\nallow = ["ls", "cat"]\n'
     lab.file("flat.toml", flat_text)
-    quoted = f'grep "{name()} x" a.py'  # quotes in the rule: a TOML string must escape them
+    quoted = 'grep -e "' + name() + '" -e ' + "'a\\b' it's.py"  # both quotes and a backslash: a TOML string must escape them
     lab.call(GATE, "remember", quoted, str(lab.tmp / "flat.toml"))
     written = (lab.tmp / "flat.toml").read_text(encoding="utf-8")
     try:

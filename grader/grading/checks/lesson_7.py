@@ -92,8 +92,9 @@ def top_level_edit(lab: Lab) -> None:
     other = {"oldText": "retries = 3", "newText": "retries = 5"}
     args, _ = prepare(lab, "edit", {"path": path, "edits": [other], **edit})
     edits = args.get("edits") if isinstance(args, dict) else None
-    expect(isinstance(edits, list) and len(edits) == 2 and other in edits and edit in edits and set(args) == {"path", "edits"},
-           f"a top-level oldText/newText beside edits should join the list (2 edits in all), got {shown(args)}")
+    expect(isinstance(edits, list) and edits == [other, edit] and set(args) == {"path", "edits"},
+           f"a top-level oldText/newText beside edits should be appended to the list, after the edits that were there: "
+           f"expected edits {shown([other, edit])}, got {shown(args)}")
 
 
 @check("repair.edits-json-string")
@@ -117,7 +118,9 @@ def json_as_models_write_it(lab: Lab) -> None:
     windows = [{"oldText": "folder = C:\\", "newText": "folder = D:\\"}]  # each string ends in a backslash
     spelled = json.dumps(windows)[:-2] + ",},\n]"
     repaired_to(lab, "edit", {"path": path, "edits": spelled}, {"path": path, "edits": windows}, "edits")
-    for broken in ("replace debug with True", '[{"oldText": "debug = False", "newText": '):
+    quoted = [{"oldText": 'say("x,]")', "newText": 'say("y")'}]  # an escaped quote does not close the string
+    repaired_to(lab, "edit", {"path": path, "edits": json.dumps(quoted)[:-1] + ",]"}, {"path": path, "edits": quoted}, "edits")
+    for broken in ("replace debug with True", '[{"oldText": "debug = False", "newText": ', '[{"oldText": "a",} {"newText": "b",}]'):
         args, _ = prepare(lab, "edit", {"path": path, "edits": broken})
         expect(isinstance(args, dict) and args.get("edits") == broken,
                f"edits that still do not parse should stay exactly as they came, for the validator to name and echo; got {shown(args)}")
@@ -141,6 +144,8 @@ def single_edit(lab: Lab) -> None:
 def number_strings(lab: Lab) -> None:
     path, offset = a_name(), random.randint(2, 9)
     repaired_to(lab, "read", {"path": path, "offset": str(offset), "limit": "3"}, {"path": path, "offset": offset, "limit": 3}, "offset", "limit")
+    args, _ = prepare(lab, "bash", {"command": "sleep 1", "timeout": "2.5"})
+    expect(args == {"command": "sleep 1", "timeout": 2.5}, f"bash's timeout is a number in its schema: \"2.5\" is 2.5, got {shown(args)}")
     flags = {"pattern": "x", "ignore_case": "false", "literal": "true"}
     args, _ = prepare(lab, "search", flags)
     expect(args == {"pattern": "x", "ignore_case": False, "literal": True},
@@ -209,6 +214,10 @@ def then_validate(lab: Lab) -> None:
     expect("missing required path" not in problems and "edits[0].oldText" not in problems,
            f"filePath and old_string were repaired: the error should not call path or oldText missing, got {shown(text)}")
     expect(repr(mode) in text, f"the error should echo what was received (mode={mode!r}), got {shown(text)}")
+    args, _ = prepare(lab, "edit", {"path": path, "edits": [{"oldText": "debug = False"}]})
+    edits = args.get("edits") if isinstance(args, dict) else None
+    expect(isinstance(edits, list) and edits and "newText" not in edits[0],
+           f"repair is not leniency: an edit without newText stays without it, for the validator to report; got {shown(args)}")
     expect((lab.tmp / path).read_text() == CONFIG, "a call that is still invalid must not change the file")
 
 

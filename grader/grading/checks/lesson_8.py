@@ -21,7 +21,7 @@ def numbered(size: int, tag: str) -> str:
     """About `size` characters of read-like output, different for every tag."""
     lines, total = [], 0
     while total < size:
-        line = f"{len(lines) + 1:>6}\t{tag} line {len(lines) + 1}: " + "x" * random.randint(30, 70)
+        line = f"{len(lines) + 1:>6}\t{tag} line {len(lines) + 1}: " + "x" * random.randint(30, 70) + "é" * (len(lines) % 3)
         lines.append(line)
         total += len(line) + 1
     return "\n".join(lines)
@@ -50,7 +50,9 @@ def conversation(sizes: list[int], latest: int = 1500, talk: int = 0, task: str 
                 call = use(f"toolu_{number:02}", "bash", command=f"python -m pytest -k case_{number}_{random.randint(100, 999)}")
             calls.append(call)
             blocks.append(call)
-            results.append({"type": "tool_result", "tool_use_id": call["id"], "content": numbered(size, call["id"]), "is_error": number % 4 == 0})
+            text = numbered(size, call["id"])
+            content = [{"type": "text", "text": text}] if number % 5 == 0 else text  # a list of text blocks is a content too
+            results.append({"type": "tool_result", "tool_use_id": call["id"], "content": content, "is_error": number % 4 == 0})
         messages += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
     return messages, calls
 
@@ -120,6 +122,8 @@ def under_budget(lab: Lab) -> None:
 def whole_conversation(lab: Lab) -> None:
     task = "Find out why the feed parser drops dates. " + prose(random.randint(12_000, 16_000))  # a long task, pasted in
     messages, _ = conversation([random.randint(5_000, 7_000) for _ in range(8)], talk=random.randint(7_000, 9_000), task=task)
+    messages[1]["content"].append(use("toolu_write", "write", path="notes.md", content=prose(3_000)))  # a long input, old
+    messages[2]["content"].append({"type": "tool_result", "tool_use_id": "toolu_write", "content": "Created notes.md: wrote 3000 bytes.", "is_error": False})
     results = sum(tokens(block.get("content")) for block in tool_results(messages))
     budget = tokens(messages) - random.randint(2_500, 3_500)  # over, by the model's words and the task more than the results
     trimmed = trim(lab, messages, budget)
@@ -137,10 +141,17 @@ def whole_conversation(lab: Lab) -> None:
 @check("context.fits-budget")
 def fits_budget(lab: Lab) -> None:
     budget = random.randint(9_000, 12_000)
-    messages, _, trimmed, _ = over(lab, some_sizes(10), budget)
+    messages, _, trimmed, _ = over(lab, [random.randint(20, 60), *some_sizes(10)], budget)
     expect(tokens(trimmed) <= budget * SLACK,
            f"from about {tokens(messages):,} tokens, trim should get under the budget of {budget:,} (about 4 characters a token), "
            f"but what it returned is still about {tokens(trimmed):,}")
+    counted = lab.call("rover.context", "estimate_tokens", trimmed)  # the lesson's own measure, given
+    expect(isinstance(counted, int) and counted <= budget + 10,
+           f"by estimate_tokens, what trim returned is {counted} tokens, over the budget of {budget:,}: subtract what each stub saves "
+           f"(the old content's tokens minus the stub's own), counted as estimate_tokens counts them, and go on until it fits")
+    tiny_before, tiny_after = result_texts(messages)[0], result_texts(trimmed)[0]
+    expect(len(tiny_after) <= len(tiny_before), f"only large results are worth a stub: a {len(tiny_before)}-character result "
+                                                f"became a longer stub, {excerpt(tiny_after, 120)}")
 
 
 @check("context.oldest-first")
@@ -158,6 +169,11 @@ def oldest_first(lab: Lab) -> None:
     expect(len(sizes) - 1 not in replaced,
            f"with a budget of {budget:,} tokens the most recent old results fit; trim replaced results {[n + 1 for n in replaced]}, "
            f"including result {len(sizes)}, which it could have kept")
+    messages, _ = conversation([8_000, 8_000, 8_000, 6_000, 6_000, 6_000], together=3)  # three results answer each turn
+    budget = tokens(messages) - 1_000  # one stub saves enough
+    replaced = elided(messages, trim(lab, messages, budget), budget)
+    expect(replaced == [0], f"over by about 1,000 tokens, eliding the oldest result (about 2,000) is enough: stop as soon as it fits, "
+                            f"also within a message of several results; trim replaced results {[n + 1 for n in replaced]}")
 
 
 @check("context.stub-one-line")
@@ -207,6 +223,8 @@ def latest_turn(lab: Lab) -> None:
     expect(trimmed[-2:] == messages[-2:],
            f"the latest turn (the last tool_use and its result) must never be touched, even when it alone passes the budget; got {excerpt(trimmed[-1])}")
     expect(replaced == list(range(5)), f"with the latest turn over the budget on its own, every older result should be elided, got {[n + 1 for n in replaced]}")
+    task = [{"role": "user", "content": "Summarise this log:\n" + numbered(budget * 4 + 4_000, "log")}]  # no assistant turn yet
+    expect(trim(lab, task, budget) == task, "a conversation that is only its task, over the budget, has nothing to elide: send it as it is")
 
 
 @check("context.stable")
@@ -222,13 +240,17 @@ def stable(lab: Lab) -> None:
     second = trim(lab, longer, tokens(longer) - 500)  # over again: something more has to go
     before, after = result_texts(first), result_texts(second)
     for index in replaced:
+        at = next((n for n, (a, b) in enumerate(zip(before[index], after[index])) if a != b), min(len(before[index]), len(after[index])))
         expect(after[index] == before[index],
                f"trimming again must leave a stub as it was (so the front of the conversation stays the same and the prompt cache keeps hitting); "
-               f"result {index + 1} was {excerpt(before[index], 120)} and became {excerpt(after[index], 120)}")
+               f"result {index + 1} changed from its character {at}: it was ...{excerpt(before[index][max(0, at - 40):at + 80])} "
+               f"and became ...{excerpt(after[index][max(0, at - 40):at + 80])}")
 
 
 @check("context.loop-trims")
 def loop_trims(lab: Lab) -> None:
+    budget = lab.call(PROBE, "value", "rover.context", "BUDGET")
+    expect(budget == BUDGET, f"rover/context.py should keep BUDGET = {BUDGET:_} (the checks use it), found {shown(budget)}")
     names = [f"big_{random.randint(100, 999)}_{n}.py" for n in range(3)]
     for name in names:
         lab.file(name, "".join(f"value_{n} = {'7' * random.randint(40, 60)}\n" for n in range(800)))

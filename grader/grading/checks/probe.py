@@ -46,3 +46,8 @@ def answer_always(command: str, cwd: str, rules_file: str) -> list[dict]:
         result = execute("bash", {"command": command}, Path(cwd))
         answers.append({"text": str(result.text), "is_error": bool(result.is_error)})
     return answers
+
+
+def value(module: str, name: str) -> Any:
+    """A module's constant (BUDGET), as data."""
+    return getattr(importlib.import_module(module), name)
