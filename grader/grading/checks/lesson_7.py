@@ -89,6 +89,8 @@ def top_level_edit(lab: Lab) -> None:
     args, _ = prepare(lab, "edit", {"path": path, "oldText": "debug = False"})  # a lone oldText: the validator will ask for newText
     expect("debug = False" in json.dumps(args),
            f"a top-level oldText without a newText must not be dropped (fold it into edits, or leave it), got {shown(args)}")
+    expect("newText" not in json.dumps(args), f"repair is not leniency: a top-level oldText without a newText gets none made up "
+                                              f"(the validator reports it missing); got {shown(args)}")
     other = {"oldText": "retries = 3", "newText": "retries = 5"}
     args, _ = prepare(lab, "edit", {"path": path, "edits": [other], **edit})
     edits = args.get("edits") if isinstance(args, dict) else None
@@ -115,8 +117,8 @@ def json_as_models_write_it(lab: Lab) -> None:
     repaired_to(lab, "edit", {"path": path, "edits": raw}, wanted, "edits")
     trailing = '[{"oldText": "x = [1, 2,]", "newText": "x = [1, 2]",},\n]'
     repaired_to(lab, "edit", {"path": path, "edits": trailing}, {"path": path, "edits": [{"oldText": "x = [1, 2,]", "newText": "x = [1, 2]"}]}, "edits")
-    windows = [{"oldText": "folder = C:\\", "newText": "folder = D:\\"}]  # each string ends in a backslash
-    spelled = json.dumps(windows)[:-2] + ",},\n]"
+    windows = [{"oldText": "root = C:\\", "newText": "roots = [1, 2,]"}]  # a string that ends in a backslash, then one holding ',]'
+    spelled = json.dumps(windows)[:-1] + ",]"
     repaired_to(lab, "edit", {"path": path, "edits": spelled}, {"path": path, "edits": windows}, "edits")
     quoted = [{"oldText": 'say("x,]")', "newText": 'say("y")'}]  # an escaped quote does not close the string
     repaired_to(lab, "edit", {"path": path, "edits": json.dumps(quoted)[:-1] + ",]"}, {"path": path, "edits": quoted}, "edits")

@@ -21,7 +21,7 @@ def numbered(size: int, tag: str) -> str:
     """About `size` characters of read-like output, different for every tag."""
     lines, total = [], 0
     while total < size:
-        line = f"{len(lines) + 1:>6}\t{tag} line {len(lines) + 1}: " + "x" * random.randint(30, 70) + "é" * (len(lines) % 3)
+        line = f"{len(lines) + 1:>6}\t{tag} line {len(lines) + 1}: " + "x" * random.randint(30, 70) + "é" * (len(lines) % 3 * 8)
         lines.append(line)
         total += len(line) + 1
     return "\n".join(lines)
