@@ -188,9 +188,6 @@ def refuse_empty_and_noop(lab: Lab) -> None:
     before = (lab.tmp / name).read_bytes()
     refused(lab, name, ("", "x = None\n"))
     unchanged(lab, name, before, "after an edit with an empty oldText")
-    lab.file("empty.py", "")
-    refused(lab, "empty.py", ("", "x = None\n"))  # "" is all an empty file holds: still empty, still refused
-    unchanged(lab, "empty.py", b"", "after an edit with an empty oldText in an empty file")
     for bad, kind in (((lines[1], lines[1]), "changes nothing (newText equals oldText)"), (("", "x = None\n"), "has an empty oldText")):
         pairs = [(lines[0], "a = None"), (lines[2], "b = None")]
         number = rng.randint(1, 3)
@@ -198,6 +195,10 @@ def refuse_empty_and_noop(lab: Lab) -> None:
         text = refused(lab, name, *pairs)
         names_edit(text, number, f"edit {number} of 3 {kind}, beside real edits, and is refused on its own")
         unchanged(lab, name, before, f"when edit {number} {kind}")
+    lab.file("empty.py", "")
+    refused(lab, "empty.py", ("", "x = None\n"))  # "" is all an empty file holds: still empty, still refused
+    found = (lab.tmp / "empty.py").read_bytes()
+    expect(found == b"", f"an empty oldText is refused in an empty file too: the file must stay empty, found {excerpt(found)}")
 
 
 @check("edit.crlf-bom")
