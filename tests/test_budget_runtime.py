@@ -19,6 +19,32 @@ def test_a_repaired_call_shows_its_repair_line_in_the_transcript(solved_rover, t
     assert screen.getvalue().splitlines()[:2] == ["• Read a.py (1 lines)", "  ↺ repaired: filePath → path"]
 
 
+def test_a_repaired_call_that_fails_shows_its_repair_line_once(solved_rover, tmp_path):
+    from rich.console import Console
+
+    from rover.display import Transcript
+
+    call = {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"filePath": "missing.py"}}
+    result = solved_rover.execute(call["name"], call["input"], tmp_path)
+    assert result.is_error and result.text.startswith("↺ repaired: filePath → path")
+    screen = io.StringIO()
+    Transcript(Console(file=screen, width=100, color_system=None)).tool(call, result)
+    assert screen.getvalue().count("↺ repaired") == 1, screen.getvalue()
+
+
+def test_a_replay_stopped_by_an_unanswered_question_says_so(workspace):
+    import subprocess
+    import sys
+
+    root = workspace(7, solved=True)
+    env = {key: value for key, value in __import__("os").environ.items() if key not in ("ROVER_ANSWERS", "ANTHROPIC_API_KEY")}
+    done = subprocess.run([sys.executable, "-m", "rover", "--model", "scripted:scenarios/lesson-7.json", "fix parse_date"],
+                          cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "no terminal to answer" in done.stderr and "ROVER_ANSWERS=y" in done.stderr, done.stderr
+    assert "your tools answer differently" not in done.stderr
+
+
 def test_scripted_turns_without_usage_get_estimated_tokens_that_follow_the_budget(solved_rover, tmp_path, monkeypatch):
     import rover.agent
     from rover.model import ScriptedModel

@@ -87,3 +87,42 @@ def test_one_lesson_alone_even_one_that_reuses_another_lessons_helpers():
     result = CliRunner().invoke(main, ["dev", "check", "--lesson", "4"])
     assert result.exit_code == 0, result.output
     assert "lesson-4" in result.output and "lesson-0" not in result.output
+
+
+def test_every_lesson_traces_its_requirements_to_checks():
+    from grader.commands.dev import trace_problems
+    from grader.course import kit
+
+    problems = {lesson.id: trace_problems(lesson) for lesson in kit.lessons()}
+    assert not any(problems.values()), problems
+    assert all(lesson.requirements() for lesson in kit.lessons())
+
+
+def test_tracing_reports_an_untested_requirement_an_uncited_check_and_a_demand_the_text_does_not_make(tmp_path):
+    from grader.commands.dev import trace_problems
+    from grader.course import kit
+
+    (tmp_path / "README.md").write_text(
+        "# Lesson 1\n\nSay `No matches found` when nothing matched. [R1.1]\n\n"
+        "- Lines come back numbered, and the notice\n  follows a blank line: [R1.2]\n\n"
+        "      [Showing lines 1-2 of 3. Use offset=3 to continue.]\n\n"
+        "A sentence nobody tests. [R1.3] Tagged twice. [R1.1]\n", encoding="utf-8")
+    (tmp_path / "requirements.toml").write_text(
+        '["R1.1"]\nchecks = ["read.missing"]\ndemands = ["No matches found", "not an error"]\n\n'
+        '["R1.2"]\nchecks = ["read.numbered", "read.nonexistent"]\ndemands = ["Use offset=3 to continue."]\n\n'
+        '["R1.3"]\nchecks = []\n\n["R1.9"]\nchecks = ["read.binary"]\n', encoding="utf-8")
+
+    class Fixture(kit.Lesson):
+        text = property(lambda self: tmp_path / "README.md")
+        requirements_table = property(lambda self: tmp_path / "requirements.toml")
+
+    real = kit.lesson(1)
+    problems = trace_problems(Fixture(1, real.title, real.tool, real.file, real.scenario, real.checks))
+    assert "R1.1: tagged twice in the text" in problems
+    assert "R1.1: its checks demand 'not an error', which its sentence does not say" in problems
+    assert not any("'No matches found'" in problem or "Use offset=3" in problem for problem in problems)  # in the sentence, or its code block
+    assert "R1.2: cites read.nonexistent, which is not a check of lesson-1" in problems
+    assert "R1.3: no check tests it" in problems
+    assert "R1.9: in requirements.toml, but no sentence of the text is tagged [R1.9]" in problems
+    assert "read.line-cap: tests no requirement of the text (cite it in requirements.toml)" in problems
+    assert "read.missing: tests no requirement of the text (cite it in requirements.toml)" not in problems

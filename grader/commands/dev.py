@@ -1,12 +1,14 @@
 """`workshop dev check`: prove the course is sound before a class sees it.
 
-For every lesson: the manifest, text, scenario and solution are all there; the solved
-render carries the solution byte for byte; every check fails on the stub; every check of
+For every lesson: the manifest, text, scenario and solution are all there; every requirement
+the text tags (`[R5.3]`) is tested by a check and every check tests one (lessons/lesson-N/requirements.toml),
+and what a check demands is said by the sentence it cites; the solved render carries the solution byte for byte; every check fails on the stub; every check of
 lessons 0..N passes on the solution and on every alternative in tests/fixtures/alternatives.toml;
 and every wrong solution in tests/fixtures/wrong_solutions.toml fails the checks it names.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
@@ -20,8 +22,62 @@ from grader.grading.runner import run_checks
 from grader.course.render import render
 
 
+TAG = re.compile(r"\[R(\d+)\.(\d+)\]")
+BLOCK_START = re.compile(r"^\s*($|[-*] |\d+\. |#)")  # a blank line, a list item or a heading starts a new block
+
+
+def tagged_sentences(text: str) -> dict[str, str]:
+    """Each requirement tag of a lesson text (`R5.3`), with the text it closes: its paragraph or list item since
+    the previous tag, and the code blocks right after it (where a notice's exact format is shown)."""
+    blocks: list[tuple[bool, str]] = []
+    current: list[str] = []
+    for line in text.splitlines() + [""]:
+        if BLOCK_START.match(line) and current:
+            blocks.append((current[0].startswith("    "), " ".join(part.strip() for part in current)))
+            current = []
+        if line.strip():
+            current.append(line)
+    found: dict[str, str] = {}
+    last = None
+    for is_code, block in blocks:
+        if is_code and last:
+            found[last] += " " + block
+            continue
+        start, last = 0, None
+        for match in TAG.finditer(block):  # the text since the block's previous tag
+            last = f"R{match[1]}.{match[2]}"
+            found.setdefault(last, block[start:match.end()])
+            start = match.end()
+    return found
+
+
+def trace_problems(lesson: kit.Lesson) -> list[str]:
+    """Requirements traced to checks: every tagged sentence has a check, every check a sentence, every demand its words."""
+    if not lesson.requirements_table.is_file():
+        return [f"{lesson.id}: no requirements table ({lesson.requirements_table.relative_to(kit.root())})"]
+    text = lesson.text.read_text(encoding="utf-8")
+    tags = [f"R{match[1]}.{match[2]}" for match in TAG.finditer(text)]
+    sentences = tagged_sentences(text)
+    requirements = lesson.requirements()
+    listed, ids = {requirement.id for requirement in requirements}, {check.id for check in lesson.checks}
+    problems = [f"{tag}: tagged twice in the text" for tag in sorted({tag for tag in tags if tags.count(tag) > 1})]
+    problems += [f"{tag}: tagged in the text, but not in requirements.toml" for tag in sorted(set(tags) - listed)]
+    problems += [f"{tag}: in requirements.toml, but no sentence of the text is tagged [{tag}]" for tag in sorted(listed - set(tags))]
+    problems += [f"{tag}: a requirement of another lesson's number" for tag in sorted(set(tags) | listed) if not tag.startswith(f"R{lesson.number}.")]
+    for requirement in requirements:
+        if not requirement.checks:
+            problems.append(f"{requirement.id}: no check tests it")
+        problems += [f"{requirement.id}: cites {check_id}, which is not a check of {lesson.id}" for check_id in requirement.checks if check_id not in ids]
+        sentence = sentences.get(requirement.id, "").lower()
+        problems += [f"{requirement.id}: its checks demand {word!r}, which its sentence does not say" for word in requirement.demands
+                     if requirement.id in sentences and word.lower() not in sentence]
+    cited = {check_id for requirement in requirements for check_id in requirement.checks}
+    problems += [f"{check.id}: tests no requirement of the text (cite it in requirements.toml)" for check in lesson.checks if check.id not in cited]
+    return problems
+
+
 def lesson_problems(lesson: kit.Lesson, scratch: Path) -> list[str]:
-    problems = _authoring_problems(lesson)
+    problems = _authoring_problems(lesson) + trace_problems(lesson)
     stub = render(lesson.number, scratch / f"{lesson.id}-stub")
     solved = render(lesson.number, scratch / f"{lesson.id}-solved", solved=True)
     if (solved / lesson.file).read_bytes() != lesson.solution.read_bytes():

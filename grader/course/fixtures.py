@@ -3,8 +3,9 @@
 Both live in tests/fixtures/ as `[[lesson-N]]` tables: `name`, then either `replace` (old, new
 pairs applied to the reference solution; each old must occur) or `content` (the whole file),
 for the lesson's file or for `file` when given; a wrong solution also names the checks that
-must fail on it in `catches`, and may start from an alternative instead of the reference
-(`base = "<its name>"`: a student's valid solution, then the mistake as `replace` pairs on it).
+must fail on it in `catches`. A case may start from an alternative instead of the reference
+(`base = "<its name>"`: a student's valid solution, then the mistake or the variant as `replace`
+pairs on it); an alternative's base is listed before it.
 The kit's tests and `workshop dev check` both apply them here.
 """
 from __future__ import annotations
@@ -68,7 +69,7 @@ def load(kind: str, lesson: int | None = None) -> list[Case]:
     path = folder() / f"{kind}.toml"
     if not path.is_file():
         return []
-    cases = []
+    cases: list[Case] = []
     for key, tables in tomllib.loads(path.read_text(encoding="utf-8")).items():
         number = int(key.removeprefix("lesson-"))
         if lesson is not None and number != lesson:
@@ -77,16 +78,17 @@ def load(kind: str, lesson: int | None = None) -> list[Case]:
             cases.append(Case(
                 number, table["name"], table.get("file", kit.lesson(number).file),
                 tuple((old, new) for old, new in table.get("replace", [])), table.get("content"),
-                tuple(table.get("catches", [])), _base(table.get("base"), number, kind),
+                tuple(table.get("catches", [])), _base(table.get("base"), number, kind, cases),
             ))
     return cases
 
 
-def _base(name: str | None, lesson: int, kind: str) -> Case | None:
-    """The alternative a wrong solution starts from, found by its name."""
+def _base(name: str | None, lesson: int, kind: str, earlier: list[Case]) -> Case | None:
+    """The alternative a case starts from, found by its name: for an alternative, one listed before it."""
     if name is None:
         return None
-    found = [case for case in load(ALTERNATIVES, lesson) if case.name == name] if kind != ALTERNATIVES else []
+    pool = [case for case in earlier if case.lesson == lesson] if kind == ALTERNATIVES else load(ALTERNATIVES, lesson)
+    found = [case for case in pool if case.name == name]
     if not found:
         raise FixtureOutOfDate(f"lesson-{lesson}: there is no alternative named {name!r} to start from")
     return found[0]

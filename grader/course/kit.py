@@ -34,6 +34,18 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """A sentence of a lesson text, tagged `[R5.3]` there, and the checks that test it.
+
+    `demands`: the words, numbers and formats those checks insist on, each of which the tagged
+    sentence must say (a check may only demand what the lesson asks for).
+    """
+    id: str
+    checks: tuple[str, ...]
+    demands: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Lesson:
     number: int
     title: str
@@ -65,6 +77,17 @@ class Lesson:
     @property
     def solution(self) -> Path:
         return root() / "solutions" / self.file
+
+    @property
+    def requirements_table(self) -> Path:
+        return root() / "lessons" / self.id / "requirements.toml"
+
+    def requirements(self) -> tuple[Requirement, ...]:
+        """The lesson's requirements table, in the order it lists them; none when it has no table (yet)."""
+        if not self.requirements_table.is_file():
+            return ()
+        table = tomllib.loads(self.requirements_table.read_text(encoding="utf-8"))
+        return tuple(Requirement(key, tuple(spec.get("checks", [])), tuple(spec.get("demands", []))) for key, spec in table.items())
 
 
 @lru_cache(maxsize=1)

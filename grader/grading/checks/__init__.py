@@ -6,11 +6,12 @@ A check is a function that takes a Lab (grader.grading.lab) and raises CheckFail
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+import json
+from typing import Any, Callable
 
 from grader.grading.lab import AgentRun, CheckFailed, Lab, Raised, Result, StudentCrashed, excerpt, expect, tool_results
 
-__all__ = ["AgentRun", "CheckFailed", "Lab", "Raised", "Result", "REGISTRY", "StudentCrashed", "check", "excerpt", "expect", "load", "tool_results"]
+__all__ = ["AgentRun", "CheckFailed", "Lab", "Raised", "Result", "REGISTRY", "StudentCrashed", "check", "excerpt", "expect", "load", "shown", "tool_results"]
 
 REGISTRY: dict[str, Callable[[Lab], None]] = {}
 
@@ -25,3 +26,13 @@ def check(check_id: str) -> Callable:
 
 def load(lesson: int) -> None:
     importlib.import_module(f"grader.grading.checks.lesson_{lesson}")
+
+
+def shown(value: Any, limit: int = 300) -> str:
+    """A value as a person reads it in a failure message: data as JSON (no escaped quotes), text in quotes."""
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = str(value)
+    text = json.dumps(text, ensure_ascii=False) if isinstance(value, str) else text
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters in all)"

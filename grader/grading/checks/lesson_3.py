@@ -142,8 +142,8 @@ def overlap(lab: Lab) -> None:
         order = rng.sample(range(3), 3)
         text = refused(lab, name, *(pairs[n] for n in order))
         numbered = [order.index(0) + 1, order.index(1) + 1]
-        expect(all(names(text, n) for n in numbered),
-               f"edits {numbered[0]} and {numbered[1]} {kind}: the error should name both numbers, got {excerpt(text)}")
+        expect(all(names(text, n) or old[:40] in text for n, old in zip(numbered, (first, second))),
+               f"edits {numbered[0]} and {numbered[1]} {kind}: the error should name both (by number, or by their text), got {excerpt(text)}")
         unchanged(lab, name, before, f"when two edits {kind}")
     pairs = [(line[cut:], "B"), (line[:cut], "A")]
     result = edit(lab, name, *pairs)
@@ -195,6 +195,10 @@ def refuse_empty_and_noop(lab: Lab) -> None:
         text = refused(lab, name, *pairs)
         names_edit(text, number, f"edit {number} of 3 {kind}, beside real edits, and is refused on its own")
         unchanged(lab, name, before, f"when edit {number} {kind}")
+    lab.file("empty.py", "")
+    refused(lab, "empty.py", ("", "x = None\n"))  # "" is all an empty file holds: still empty, still refused
+    found = (lab.tmp / "empty.py").read_bytes()
+    expect(found == b"", f"an empty oldText is refused in an empty file too: the file must stay empty, found {excerpt(found)}")
 
 
 @check("edit.crlf-bom")
@@ -211,9 +215,10 @@ def crlf_bom(lab: Lab) -> None:
     lines = lines_of(rng, 8)
     endings = ["\r\n", "\n"] + [rng.choice(["\r\n", "\n"]) for _ in lines[2:]]
     rng.shuffle(endings)
+    one, two = rng.sample(range(1, 7), 2)
+    endings[two] = "\n" if endings[0] == "\r\n" else "\r\n"  # the line the edit starts on ends unlike the first line
     mixed = "".join(line + end for line, end in zip(lines, endings))
     lab.file("mixed.py", mixed.encode())
-    one, two = rng.sample(range(1, 7), 2)
     edit(lab, "mixed.py", (lines[one], "a = None"))
     expected = mixed.replace(lines[one], "a = None").encode()
     after = (lab.tmp / "mixed.py").read_bytes()
@@ -228,6 +233,10 @@ def crlf_bom(lab: Lab) -> None:
     expect(len(rows) == len(lines) + 1 and all(rows[n] + b"\n" == (lines[n] + endings[n]).encode() for n in kept)
            and [rows[two].rstrip(b"\r"), rows[two + 1].rstrip(b"\r")] == [b"b = None", b"c = None"],
            f"only lines {two + 1}-{two + 2} should change, every other line keeping its bytes and ending; found {excerpt(after)}")
+    ending, found = endings[two].encode(), rows[two] + b"\n"
+    expect(found == b"b = None" + ending,
+           f"a new line takes the ending of the line the edit starts on (line {two + 1}, {ending!r}), not the first line's ({endings[0].encode()!r}): "
+           f"found {found!r}")
 
 
 @check("edit.atomic")

@@ -8,10 +8,11 @@ import shutil
 import string
 import sys
 
-from grader.grading.checks import Lab, Result, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, Result, check, excerpt, expect, shown, tool_results
 
 SEARCH = "rover.tools.search"
 MATCH = re.compile(r"^(.+?):(\d+): (.*)$")
+NARROW = re.compile(r"path|glob|narrow|pattern|specific|precise", re.I)  # how to narrow a search cut by its limit
 
 
 def token() -> str:
@@ -27,14 +28,10 @@ def tree(lab: Lab, files: dict[str, str | bytes]) -> None:
 
 
 def matches(result: Result) -> tuple[list[str], str]:
-    """The match lines of a search answer, and whatever follows them (the notice, if any)."""
+    """The match lines of a search answer, and every other line of it (the notice, if any), wherever they are."""
     lines = result.text.rstrip("\n").split("\n")
-    kept = []
-    for index, line in enumerate(lines):
-        if not MATCH.match(line):
-            return kept, "\n".join(lines[index:]).strip()
-        kept.append(line)
-    return kept, ""
+    kept = [line for line in lines if MATCH.match(line)]
+    return kept, "\n".join(line for line in lines if line.strip() and not MATCH.match(line)).strip()
 
 
 def found(lab: Lab, expected: list[str], **args) -> Result:
@@ -84,16 +81,19 @@ def layout(word: str) -> tuple[dict[str, str], list[str]]:
 def format_(lab: Lab) -> None:
     word = token()
     files, answer = layout(word)
-    tree(lab, files)
-    found(lab, answer, pattern=word)
+    clock = f"time {random.randint(10, 23)}:{random.randint(10, 59)}.txt"  # a file name may contain ':'
+    tree(lab, {**files, clock: f"{word} at noon\n"})
+    found(lab, [*answer, f"{clock}:1: {word} at noon"], pattern=word)
 
 
 @check("search.no-matches")
 def no_matches(lab: Lab) -> None:
     tree(lab, {"a.py": "x = 1\n"})
     result = lab.tool("search", pattern=token())
-    expect(not result.is_error and result.text.strip().startswith("No matches found"),
-           f"a search that finds nothing should answer 'No matches found' (not an error), got {excerpt(result.text)}")
+    expect(result.text.strip().startswith("No matches found"),
+           f"a search that finds nothing should answer 'No matches found', got {excerpt(result.text)}")
+    expect(not result.is_error, "a search that finds nothing answered 'No matches found' as an error (is_error=True): "
+                                "finding nothing is an answer, not an error")
 
 
 @check("search.limit")
@@ -105,7 +105,12 @@ def limit(lab: Lab) -> None:
         result = lab.ok("search", pattern=word, **({"limit": asked} if asked else {}))
         kept, notice = matches(result)
         expect(len(kept) == shown, f"with {total}+ matches and limit {shown}, search should show {shown} match lines, got {len(kept)}")
-        expect(str(shown) in notice, f"the answer should end with a notice that the limit ({shown}) cut it, got {excerpt(notice or result.text[-200:])}")
+        expect(notice, f"with {total}+ matches and limit {shown}, the answer should end with a notice that the limit cut it; "
+                       f"it ends with the last match: {excerpt(result.text[-200:])}")
+        expect(result.text.rstrip().endswith(notice.splitlines()[-1]), f"the limit notice should come after the {shown} matches, at the end; "
+                                                                       f"the answer begins {excerpt(result.text[:160])}")
+        expect(str(shown) in notice, f"the limit notice should name the limit ({shown}), got {excerpt(notice)}")
+        expect(NARROW.search(notice), f"the limit notice should say how to narrow the search (a path, a glob, a sharper pattern), got {excerpt(notice)}")
     tree(lab, {"five.txt": f"{word}\n" * 5})
     found(lab, [f"five.txt:{n}: {word}" for n in range(1, 6)], pattern=word, path="five.txt", limit=5)
 
@@ -114,18 +119,42 @@ def limit(lab: Lab) -> None:
 def long_lines(lab: Lab) -> None:
     word = token()
     line = word + " " + "".join(random.choices(string.ascii_letters + " ", k=random.randint(1500, 2500)))
-    tree(lab, {"min.js": f"{line}\nshort {word}\n"})
-    kept, _ = matches(lab.ok("search", pattern=word))
-    expect(len(kept) == 2, f"both lines match, got {kept!r:.300}")
-    text = MATCH.match(kept[0])[3]
-    expect(text.startswith(line[:500]) and line[500:520] not in text and len(text) < 600,  # nothing past the 500th character
-           f"a {len(line)}-character line should be cut after its first 500 characters, got {len(text)} characters: {excerpt(text, 120)}")
-    expect(kept[1] == f"min.js:2: short {word}", f"short lines stay whole, got {excerpt(kept[1])}")
+    wide = word + " " + "".join(random.choices("éàüßΩж€", k=random.randint(900, 1200)))  # 2-3 bytes a character
+    exact = word + " " + "".join(random.choices(string.ascii_letters, k=500 - len(word) - 1))  # 500 characters: not cut
+    tree(lab, {"min.js": f"{line}\nshort {word}\n", "wide.txt": f"{wide}\n", "zz_exact.txt": f"{exact}\n"})
+    for mode in ("with rg", "without rg"):
+        if mode == "with rg":
+            kept, _ = matches(lab.ok("search", pattern=word))
+        else:
+            with fallback(lab):
+                kept, _ = matches(lab.ok("search", pattern=word))
+        expect(len(kept) == 4, f"{mode}: all four lines match, got {shown(kept)}")
+        expect(kept[3] == f"zz_exact.txt:1: {exact}", f"{mode}: a line of exactly 500 characters is not cut, and nothing is added to it; "
+                                                      f"got {len(MATCH.match(kept[3])[3])} characters ending {excerpt(kept[3][-60:])}")
+        for long, got in ((line, MATCH.match(kept[0])[3]), (wide, MATCH.match(kept[2])[3])):
+            expect(got.startswith(long[:500]) and long[500:520] not in got,  # nothing past the 500th character
+                   f"{mode}: a {len(long)}-character line should be cut after its first 500 characters (characters, not bytes), "
+                   f"got {len(got)} characters: {excerpt(got, 120)}")
+            said = got[500:].strip()
+            expect(said and len(said) < 200, f"{mode}: a line cut at 500 characters should say that it was cut, right after the kept text; "
+                                             f"it ends {excerpt(got[-60:])}")
+        expect(kept[1] == f"min.js:2: short {word}", f"{mode}: short lines stay whole, got {excerpt(kept[1])}")
 
 
 @check("search.gitignore")
 def gitignore(lab: Lab) -> None:
-    word = token()
+    word, other = token(), token()
+    lab.file("plain/.gitignore", "*.log\n")  # no .git anywhere: a .gitignore still counts (--no-require-git)
+    lab.file("plain/app.py", f"{other}\n")
+    lab.file("plain/debug.log", f"{other}\n")
+    found(lab, [f"plain/app.py:1: {other}"], pattern=other, path="plain")
+    for n in range(700):  # 700 complaints about bad .gitignore lines on rg's stderr: more than a pipe holds
+        lab.file(f"noisy/d{n:03}_{'x' * 60}/.gitignore", "broken[glob\n")
+    lab.file("noisy/found.txt", f"{other}\n")
+    result = lab.tool("search", pattern=other, path="noisy")
+    expect(matches(result)[0] == [f"noisy/found.txt:1: {other}"],
+           f"rg complains on stderr about 700 bad .gitignore lines (--no-messages keeps it quiet); the search should still answer "
+           f"'noisy/found.txt:1: {other}', got {excerpt(result.text)}")
     tree(lab, {".gitignore": "*.log\nbuild/\n", "docs/.gitignore": "draft.md\n", "app.py": f"{word}\n",
                "debug.log": f"{word}\n", "build/gen.py": f"{word}\n", "docs/draft.md": f"{word}\n", "docs/guide.md": f"{word}\n"})
     found(lab, [f"app.py:1: {word}", f"docs/guide.md:1: {word}"], pattern=word)
@@ -137,6 +166,16 @@ def binary(lab: Lab) -> None:
     tree(lab, {"logo.png": b"\x89PNG\r\n\x1a\n\0\0" + word.encode() + b"\n", "data.bin": word.encode() + b"\0\1\2\n",
                "notes.txt": f"{word} in text\n"})
     found(lab, [f"notes.txt:1: {word} in text"], pattern=word)
+    for mode in ("with rg", "without rg"):  # rg searches a binary file named as `path`, and says so in a line with no NUL
+        if mode == "with rg":
+            result = lab.tool("search", pattern=word, path="data.bin")
+        else:
+            with fallback(lab):
+                result = lab.tool("search", pattern=word, path="data.bin")
+        answer = result.text.strip()
+        expect(not result.is_error and "\0" not in answer and (answer.startswith("No matches found") or "binary" in answer.lower()),
+               f"{mode}: search(path='data.bin'), a binary file, should skip it ('No matches found') or say it is binary, "
+               f"never fail or show its bytes; got {excerpt(result.text)} (is_error={result.is_error})")
 
 
 @check("search.dash-pattern")
@@ -144,6 +183,8 @@ def dash_pattern(lab: Lab) -> None:
     tree(lab, {"cli.py": "parser.add_argument('-v')\nparser.add_argument('--verbose')\n"})
     found(lab, ["cli.py:2: parser.add_argument('--verbose')"], pattern="--verbose")
     found(lab, ["cli.py:1: parser.add_argument('-v')", "cli.py:2: parser.add_argument('--verbose')"], pattern="-v")
+    lab.file("-notes.txt", "see -v\n")  # a path that starts with '-' is a path, after --
+    found(lab, ["-notes.txt:1: see -v"], pattern="see", path="-notes.txt")
 
 
 @check("search.bad-regex")
@@ -151,9 +192,15 @@ def bad_regex(lab: Lab) -> None:
     word = token()
     tree(lab, {"calc.py": f"{word}(1, 2)\n"})
     pattern = f"{word}("
-    text = lab.error("search", pattern=pattern).text
-    expect(pattern in text and re.search(r"regex|regular expression|pattern", text, re.I),
-           f"an invalid regex should be refused naming the pattern {pattern!r} and saying it is not a valid regex, got {excerpt(text)}")
+    for mode in ("with rg", "without rg"):
+        if mode == "with rg":
+            text = lab.error("search", pattern=pattern).text
+        else:
+            with fallback(lab):
+                text = lab.error("search", pattern=pattern).text
+        expect(pattern in text and re.search(r"regex|regular expression|pattern", text, re.I),
+               f"{mode}: an invalid regex should be refused naming the pattern {pattern!r} and saying it is not a valid regex, got {excerpt(text)}")
+        expect("literal" in text, f"{mode}: the refusal of an invalid regex should point at literal=true, got {excerpt(text)}")
     found(lab, [f"calc.py:1: {word}(1, 2)"], pattern=pattern, literal=True)
 
 
@@ -181,20 +228,21 @@ def fallback_(lab: Lab) -> None:
     word = token()
     files, answer = layout(word)
     tree(lab, {**files, ".gitignore": "*.log\nbuild/\n", "debug.log": f"{word}\n", "build/gen.py": f"{word}\n",
-               "logo.png": b"\x89PNG\0\0" + word.encode() + b"\n", "cli.py": f"parser.add_argument('-{word}')\n" * 3})
+               "logo.png": b"\x89PNG\0\0" + word.encode() + b"\n", "cli.py": f"parser.add_argument('-{word}')\n" * 3,
+               "late.bin": f"{word} line\n".encode() * 300 + b"\0\n"})  # a NUL within the first 8 KB, after the matches
     queries = [{"pattern": word}, {"pattern": f"-{word}"}, {"pattern": word, "limit": 2}, {"pattern": word.upper(), "ignore_case": True, "glob": "*.py"},
-               {"pattern": f"{word}(", "literal": True}, {"pattern": f"{word}("}, {"pattern": token()}, {"pattern": word, "path": "pkg"}]
+               {"pattern": f"{word}(", "literal": True}, {"pattern": f"{word}("}, {"pattern": token()}, {"pattern": word, "path": "pkg"},
+               {"pattern": word, "path": "./pkg"}, {"pattern": word, "path": "pkg/"}]
     with_rg = [lab.tool("search", **query) for query in queries]
     with fallback(lab):
         kept, _ = matches(lab.ok("search", pattern=word, path="pkg"))
         expect(kept == answer[2:], f"with no rg, search should still find {answer[2:]}, got {kept}")
         without = [lab.tool("search", **query) for query in queries]
     for query, one, other in zip(queries, with_rg, without):
-        if one.is_error:  # the two regex engines word their complaints differently; both must complain
-            expect(other.is_error, f"without rg, search({query}) should be an error as it is with rg, got {excerpt(other.text)}")
+        if one.is_error and other.is_error:  # the two regex engines word their complaints differently; both must complain
             continue
-        expect(one == other, f"without rg, search({query}) should answer exactly as with rg:\n  with rg: {excerpt(one.text, 200)} (is_error={one.is_error})\n"
-                             f"  without: {excerpt(other.text, 200)} (is_error={other.is_error})")
+        expect(one == other, f"search({shown(query)}) answers differently with rg and without it (the fallback); one of the two engines is wrong:\n"
+                             f"  with rg: {excerpt(one.text, 200)} (is_error={one.is_error})\n  without: {excerpt(other.text, 200)} (is_error={other.is_error})")
 
 
 @check("search.uses-rg")
@@ -227,7 +275,7 @@ def bounded(lab: Lab) -> None:
             with fallback(lab):
                 result, peak = lab.measure("search", pattern=word)
         kept, notice = matches(result)
-        expect(len(kept) == 100 and "100" in notice, f"{mode}: 100,000 matches should show the first 100 and the limit notice, got {len(kept)} lines")
+        expect(len(kept) == 100 and notice, f"{mode}: 100,000 matches should show the first 100 and the limit notice, got {len(kept)} lines")
         expect(peak < 3_000_000, f"{mode}: searching 100,000 matches took {peak / 1e6:.1f} MB; stop reading after limit + 1 matches "
                                  "instead of collecting them all (about 3.5 MB of text)")
 

@@ -5,10 +5,12 @@ import json
 import random
 import shutil
 import string
+import subprocess
 import sys
 
 from grader.course import kit
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, shown, tool_results
+from grader.grading.checks.probe import HERE as PROBE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,6 +64,8 @@ def precedence(lab: Lab) -> None:
     decides(lab, "git commit -m fix", ("ask", "git commit"), rules)
     decides(lab, "git log --oneline", ("allow", "git"), rules)
     decides(lab, "make all", ("ask", None), rules)
+    decides(lab, "git push origin main", ("allow", "git"), {"allow": ["git"], "deny": ["rm"]})  # a list left out is an empty list
+    decides(lab, "rm -r build", ("deny", "rm"), {"allow": ["git"], "deny": ["rm"]})
 
 
 @check("gate.patterns")
@@ -93,6 +97,7 @@ def newlines(lab: Lab) -> None:
     target = name()
     decides(lab, f"ls\nrm -rf {target}", ("deny", "rm -rf"))
     never_allowed(lab, f"echo hi\npython {target}.py", why=": a newline starts a second command")
+    decides(lab, f"ls #{target}\nrm -rf {target}", ("deny", "rm -rf"))  # '#' is no comment to the splitter: it must not eat the newline
 
 
 @check("gate.substitution")
@@ -102,6 +107,8 @@ def substitution(lab: Lab) -> None:
     decides(lab, f"echo `sudo cat /etc/{target}`", ("deny", "sudo"))
     decides(lab, f"(cd {target} && rm -rf build)", ("deny", "rm -rf"))
     decides(lab, f'echo "$(rm -rf {target})"', ("deny", "rm -rf"))
+    decides(lab, f"echo $(git commit -m {target})", ("ask", "git commit"))  # what is inside is judged whole: an ask too
+    decides(lab, f"cat `python {target}.py`", ("ask", None))
     answer = verdict(lab, f"(ls {target} && cat {target}/a)")
     expect(answer[0] == "allow", f"a subshell whose parts are all allowed is allowed, got {answer}")
 
@@ -110,6 +117,8 @@ def substitution(lab: Lab) -> None:
 def unparseable(lab: Lab) -> None:
     for command in (f"echo 'unclosed {name()}", f'cat "{name()}', f"echo $(ls {name()}"):
         decides(lab, command, ("ask", None))
+    for command in ("", " ; ", "&&"):
+        never_allowed(lab, command, OPEN, why=": a line with no command in it has no part an allow rule could name")
 
 
 @check("gate.bypasses")
@@ -120,10 +129,13 @@ def bypasses(lab: Lab) -> None:
     for command in (f"bash -c 'rm -rf {target}'", f"env rm -rf {target}", f"$(echo rm) -rf {target}", f'sh -c "sudo rm {target}"',
                     f"FOO=1 rm -rf {target}", f"/bin/rm -rf {target}", f"env /usr/bin/rm -rf {target}", f"nohup rm -rf {target}",
                     f"xargs rm -rf {target}", f"time rm -rf {target}", f"nice rm -rf {target}", f"command rm -rf {target}",
-                    f"exec rm -rf {target}"):
+                    f"exec rm -rf {target}", f"eval rm -rf {target}"):
         never_allowed(lab, command, OPEN, why=" (it runs a denied command in disguise)")
     for command in (f"cat notes.txt > {target}.py", f"echo 'alias ls=rm' >> {target}rc"):
         never_allowed(lab, command, why=": a redirection writes a file, so it is no longer read-only")
+    for command in (f"PATH=. ls {target}", f"LD_PRELOAD=./{target}.so cat README.md", f"env PAGER=./{target} git log",
+                    f"env ls {target}", f"/bin/ls {target}", f"command cat {target}"):
+        never_allowed(lab, command, why=": an allow rule names the command as written, and an assignment in front changes what it runs")
 
 
 @check("gate.bash-denied")
@@ -137,6 +149,21 @@ def bash_denied(lab: Lab) -> None:
     expect("curl * | sh" in piped.text, f"the denial of a pipe into sh should name the rule 'curl * | sh', got {excerpt(piped.text)}")
     listed = lab.ok("bash", command="ls")
     expect(victim.name in listed.text, f"ls is allowed by default and should run, got {excerpt(listed.text)}")
+    pushed = lab.error("bash", command="git -C .. push origin main")
+    expect("push" in pushed.text, f"`git -C .. push` is a git push: the default rules should deny it, naming the rule, got {excerpt(pushed.text)}")
+    git = ["git", "-C", str(lab.tmp), "-c", "user.name=grader", "-c", "user.email=grader@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True, capture_output=True)  # a repository with a commit: both would write
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True, capture_output=True)
+    previous = lab.call(PERSON, "script", [])  # nobody there to answer
+    try:
+        for command in ("git diff", "git log"):
+            written = name()
+            result = lab.tool("bash", command=f"{command} --output={written}")
+            expect(result.is_error and not (lab.tmp / written).exists(),
+                   f"`{command} --output={written}` writes a file, so the default rules must not allow it; it "
+                   f"{'wrote the file' if (lab.tmp / written).exists() else 'ran'} and answered {excerpt(result.text)}")
+    finally:
+        lab.call(PERSON, "script", previous)
 
 
 @check("gate.bash-ask")
@@ -161,11 +188,36 @@ def bash_ask(lab: Lab) -> None:
                f"it {'ran' if (lab.tmp / made).exists() else 'did not run'} and answered {excerpt(result.text)}")
 
 
+@check("gate.always")
+def always(lab: Lab) -> None:
+    rules = lab.file("rules/permissions.toml", (lab.workspace / "rover" / "permissions.toml").read_text(encoding="utf-8"))
+    before = tomllib.loads(rules.read_text(encoding="utf-8"))
+    made = name()
+    answers = lab.call(PROBE, "answer_always", f"touch {made}", str(lab.tmp), str(rules))
+    expect(isinstance(answers, list) and len(answers) == 2, f"the two calls came back as {shown(answers)}")
+    first, second = answers
+    expect(not first.get("is_error") and (lab.tmp / made).exists(),
+           f"answered 'always', `touch {made}` should run; it answered {excerpt(first.get('text'))}")
+    text = rules.read_text(encoding="utf-8")
+    try:
+        after = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as problem:
+        after = {"error": str(problem)}
+    added = [rule for rule in after.get("allow", []) if rule not in before["allow"]]
+    expect(added and after.get("deny") == before["deny"] and after.get("ask") == before["ask"],
+           f"answered 'always', the command should be added to allow in rover/permissions.toml (with remember), and nothing else changed; "
+           f"the file parses as {shown(after, 400)}")
+    expect(not second.get("is_error"),
+           f"after 'always', `touch {made}` is allowed ({shown(added)} was added): asked again with nobody there, it should run "
+           f"without a question, but it answered {excerpt(second.get('text'))}")
+
+
 @check("gate.remember")
 def remember(lab: Lab) -> None:
     text = '# my rules\ndeny = [\n  "sudo",\n]\n\n# asked first\nask = []\n\nallow = [\n  "ls",  # listing is harmless\n  "cat",\n]\n'
     path = lab.file("rules/permissions.toml", text)
     rule = f"make {name()}"
+    inode = path.stat().st_ino
     lab.call(GATE, "remember", rule, str(path))
     after = path.read_text(encoding="utf-8")
     try:
@@ -173,13 +225,23 @@ def remember(lab: Lab) -> None:
     except tomllib.TOMLDecodeError as problem:
         rules = {"error": str(problem)}
     expect(sorted(rules.get("allow", [])) == sorted(["ls", "cat", rule]) and rules.get("deny") == ["sudo"] and rules.get("ask") == [],
-           f"remember({rule!r}) should add it to allow and change nothing else; the file parses as {rules}")
+           f"remember({shown(rule)}) should add it to allow and change nothing else; given the file\n{text}\nit wrote\n{after}\nwhich parses as {shown(rules)}")
     kept = [line for line in text.splitlines() if line.lstrip().startswith("#") or "#" in line]
-    expect(all(line in after.splitlines() for line in kept), f"comments should be kept, the file is now {excerpt(after)}")
-    lab.file("flat.toml", 'deny = ["sudo"]\nallow = ["ls", "cat"]\n')
-    lab.call(GATE, "remember", rule, str(lab.tmp / "flat.toml"))
-    flat = tomllib.loads((lab.tmp / "flat.toml").read_text(encoding="utf-8"))
-    expect(sorted(flat["allow"]) == sorted(["ls", "cat", rule]), f"a one-line allow list should get the rule too, got {flat}")
+    expect(all(line in after.splitlines() for line in kept), f"comments should be kept; given the file\n{text}\nit wrote\n{after}")
+    expect(path.stat().st_ino != inode, "remember should write the file with write_atomic (a new file renamed over the old one), "
+                                        "so a crash mid-write cannot leave half a rules file; it rewrote the file in place")
+    flat_text = 'deny = ["sudo"]\nallow = ["ls", "cat"]\n'
+    lab.file("flat.toml", flat_text)
+    quoted = 'grep -e "' + name() + '" -e ' + "'a\\b' it's.py"  # both quotes and a backslash: a TOML string must escape them
+    lab.call(GATE, "remember", quoted, str(lab.tmp / "flat.toml"))
+    written = (lab.tmp / "flat.toml").read_text(encoding="utf-8")
+    try:
+        flat = tomllib.loads(written)
+    except tomllib.TOMLDecodeError as problem:
+        flat = {"error": str(problem)}
+    expect(sorted(flat.get("allow", [])) == sorted(["ls", "cat", quoted]),
+           f"remember({shown(quoted)}) on the file\n{flat_text}should add the rule to its one-line allow list as a valid TOML string "
+           f"(json.dumps(rule)); it wrote\n{written}\nwhich parses as {shown(flat)}")
 
 
 @check("gate.paths")
@@ -188,6 +250,8 @@ def paths(lab: Lab) -> None:
     (lab.tmp / "alias.txt").symlink_to(lab.tmp / "inside.txt")
     (lab.tmp / "etc").symlink_to("/etc")
     expect("inside" in lab.ok("read", path="alias.txt").text, "a symlink that stays inside the working directory should still be read")
+    for tool, args in (("ls", {"path": "."}), ("read", {"path": "./inside.txt"}), ("search", {"pattern": "inside", "path": "."})):
+        lab.ok(tool, **args)  # the working directory itself is inside
     escape = lab.tmp.parent / f"escape-{name()}.txt"
     sibling = lab.tmp.with_name(lab.tmp.name + "-other")  # shares the working directory's name as a prefix
     sibling.mkdir()

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import random
 
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import CheckFailed, Lab, check, excerpt, expect, shown, tool_results
+from grader.grading.checks.probe import HERE as PROBE
 from grader.grading.checks.lesson_0 import done, say, turn, use
 
 BUDGET = 20_000  # the lesson's BUDGET: the text asks to keep it
@@ -20,30 +21,54 @@ def numbered(size: int, tag: str) -> str:
     """About `size` characters of read-like output, different for every tag."""
     lines, total = [], 0
     while total < size:
-        line = f"{len(lines) + 1:>6}\t{tag} line {len(lines) + 1}: " + "x" * random.randint(30, 70)
+        line = f"{len(lines) + 1:>6}\t{tag} line {len(lines) + 1}: " + "x" * random.randint(30, 70) + "é" * (len(lines) % 3 * 8)
         lines.append(line)
         total += len(line) + 1
     return "\n".join(lines)
 
 
-def conversation(sizes: list[int], latest: int = 1500) -> tuple[list[dict], list[dict]]:
-    """A task, then one read or bash call per size with its result, the last one of `latest` characters."""
-    messages, calls = [{"role": "user", "content": "Find out why the feed parser drops dates."}], []
-    for number, size in enumerate([*sizes, latest], 1):
-        if number % 3:
-            call = use(f"toolu_{number:02}", "read", path=f"stash/module_{number}_{random.randint(100, 999)}.py")
-        else:
-            call = use(f"toolu_{number:02}", "bash", command=f"python -m pytest -k case_{number}_{random.randint(100, 999)}")
-        calls.append(call)
-        messages.append({"role": "assistant", "content": [say(f"Step {number}."), call]})
-        result = {"type": "tool_result", "tool_use_id": call["id"], "content": numbered(size, call["id"]), "is_error": number % 4 == 0}
-        messages.append({"role": "user", "content": [result]})
+def prose(size: int) -> str:
+    """About `size` characters of the model's reasoning, or of a long task."""
+    words = ["the", "feed", "parser", "drops", "dates", "when", "an", "offset", "is", "given", "so", "check", "each", "format"]
+    return " ".join(random.choice(words) for _ in range(size // 5))[:size]
+
+
+def conversation(sizes: list[int], latest: int = 1500, talk: int = 0, task: str = "Find out why the feed parser drops dates.",
+                 together: int = 1) -> tuple[list[dict], list[dict]]:
+    """A task, then one read or bash call per size with its result, the last one of `latest` characters.
+
+    `talk`: characters of the model's words before each call; `together`: calls per turn, answered in one message.
+    """
+    messages, calls = [{"role": "user", "content": task}], []
+    sized = [*sizes, latest]
+    for first in range(0, len(sized), together):
+        blocks, results = [say(prose(talk) if talk else f"Step {first + 1}.")], []
+        for number, size in enumerate(sized[first:first + together], first + 1):
+            if number % 3:
+                call = use(f"toolu_{number:02}", "read", path=f"stash/module_{number}_{random.randint(100, 999)}.py")
+            else:
+                call = use(f"toolu_{number:02}", "bash", command=f"python -m pytest -k case_{number}_{random.randint(100, 999)}")
+            calls.append(call)
+            blocks.append(call)
+            text = numbered(size, call["id"])
+            content = [{"type": "text", "text": text}] if number % 5 == 0 else text  # a list of text blocks is a content too
+            results.append({"type": "tool_result", "tool_use_id": call["id"], "content": content, "is_error": number % 4 == 0})
+        messages += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
     return messages, calls
 
 
 def trim(lab: Lab, messages: list[dict], budget: int) -> list[dict]:
     sent = json.loads(json.dumps(messages))
-    trimmed = lab.call("rover.context", "trim", sent, budget)
+    answer = lab.call(PROBE, "keeping_input", "rover.context", "trim", sent, budget)
+    expect(isinstance(answer, dict) and isinstance(answer.get("args_after"), list), f"the call came back as {shown(answer, 200)}")
+    if "raised" in answer:
+        raise CheckFailed(f"trim(messages, {budget:,}) raised {shown(answer['raised'], 400)}")
+    after = answer["args_after"][0] if answer["args_after"] else None
+    if after != messages:
+        changed = next((n for n, (a, b) in enumerate(zip(messages, after or [])) if a != b), None)
+        raise CheckFailed(f"trim changed the messages it was given, in place (message {changed}: {shown(after[changed] if changed is not None else after, 200)}); "
+                          "return new lists and dicts, and leave the transcript as it was")
+    trimmed = answer.get("result")
     expect(isinstance(trimmed, list) and all(isinstance(message, dict) for message in trimmed),
            f"trim should return a list of messages, got {excerpt(trimmed)}")
     return trimmed
@@ -85,16 +110,48 @@ def under_budget(lab: Lab) -> None:
     messages, _ = conversation(some_sizes(3))
     kept = trim(lab, messages, tokens(messages) + 500)
     expect(kept == messages, f"a conversation under the budget should be sent as it is; trim changed it to {excerpt(kept)}")
+    exactly = lab.call("rover.context", "estimate_tokens", messages)  # the lesson's own estimate, given
+    expect(isinstance(exactly, int), f"estimate_tokens(messages) should give a number, got {shown(exactly)}")
+    kept = trim(lab, messages, exactly)
+    expect(kept == messages, f"a conversation of exactly the budget ({exactly:,} tokens by estimate_tokens) is not over it, and should be sent "
+                             f"as it is; trim changed it to {excerpt(kept)}")
     over(lab, some_sizes(), 10_000)
+
+
+@check("context.whole-conversation")
+def whole_conversation(lab: Lab) -> None:
+    task = "Find out why the feed parser drops dates. " + prose(random.randint(12_000, 16_000))  # a long task, pasted in
+    messages, _ = conversation([random.randint(5_000, 7_000) for _ in range(8)], talk=random.randint(7_000, 9_000), task=task)
+    messages[1]["content"].append(use("toolu_write", "write", path="notes.md", content=prose(3_000)))  # a long input, old
+    messages[2]["content"].append({"type": "tool_result", "tool_use_id": "toolu_write", "content": "Created notes.md: wrote 3000 bytes.", "is_error": False})
+    results = sum(tokens(block.get("content")) for block in tool_results(messages))
+    budget = tokens(messages) - random.randint(2_500, 3_500)  # over, by the model's words and the task more than the results
+    trimmed = trim(lab, messages, budget)
+    expect(results < budget, "the grader's conversation should have results under the budget on their own")
+    expect(trimmed != messages, f"the whole conversation is about {tokens(messages):,} tokens, over the budget of {budget:,}, though its tool results "
+                                f"alone are only about {results:,}: count everything that is sent (estimate_tokens(messages)), and trim it")
+    expect(tokens(trimmed) <= budget * SLACK, f"from about {tokens(messages):,} tokens, trim should get under the budget of {budget:,}, "
+                                              f"but what it returned is still about {tokens(trimmed):,}")
+    expect(trimmed[0] == messages[0], f"the task must be sent as it was, however long; it became {excerpt(trimmed[0].get('content'), 120)}")
+    for number, (before, after) in enumerate(zip(messages, trimmed)):
+        if before["role"] == "assistant":
+            expect(after == before, f"what the assistant said (message {number}) must stay as it was; it became {excerpt(after, 160)}")
 
 
 @check("context.fits-budget")
 def fits_budget(lab: Lab) -> None:
     budget = random.randint(9_000, 12_000)
-    messages, _, trimmed, _ = over(lab, some_sizes(10), budget)
+    messages, _, trimmed, _ = over(lab, [random.randint(20, 60), *some_sizes(10)], budget)
     expect(tokens(trimmed) <= budget * SLACK,
            f"from about {tokens(messages):,} tokens, trim should get under the budget of {budget:,} (about 4 characters a token), "
            f"but what it returned is still about {tokens(trimmed):,}")
+    counted = lab.call("rover.context", "estimate_tokens", trimmed)  # the lesson's own measure, given
+    expect(isinstance(counted, int) and counted <= budget + 10,
+           f"by estimate_tokens, what trim returned is {counted} tokens, over the budget of {budget:,}: subtract what each stub saves "
+           f"(the old content's tokens minus the stub's own), counted as estimate_tokens counts them, and go on until it fits")
+    tiny_before, tiny_after = result_texts(messages)[0], result_texts(trimmed)[0]
+    expect(len(tiny_after) <= len(tiny_before), f"only large results are worth a stub: a {len(tiny_before)}-character result "
+                                                f"became a longer stub, {excerpt(tiny_after, 120)}")
 
 
 @check("context.oldest-first")
@@ -112,6 +169,11 @@ def oldest_first(lab: Lab) -> None:
     expect(len(sizes) - 1 not in replaced,
            f"with a budget of {budget:,} tokens the most recent old results fit; trim replaced results {[n + 1 for n in replaced]}, "
            f"including result {len(sizes)}, which it could have kept")
+    messages, _ = conversation([8_000, 8_000, 8_000, 6_000, 6_000, 6_000], together=3)  # three results answer each turn
+    budget = tokens(messages) - 1_000  # one stub saves enough
+    replaced = elided(messages, trim(lab, messages, budget), budget)
+    expect(replaced == [0], f"over by about 1,000 tokens, eliding the oldest result (about 2,000) is enough: stop as soon as it fits, "
+                            f"also within a message of several results; trim replaced results {[n + 1 for n in replaced]}")
 
 
 @check("context.stub-one-line")
@@ -126,13 +188,18 @@ def stub_one_line(lab: Lab) -> None:
 
 @check("context.stub-says-how")
 def stub_says_how(lab: Lab) -> None:
-    messages, calls, trimmed, replaced = over(lab, some_sizes(), 10_000)
-    texts = result_texts(trimmed)
-    for index in replaced:
-        call = calls[index]
-        wanted = call["input"].get("path") or call["input"].get("command")
-        expect(call["name"] in texts[index] and wanted in texts[index],
-               f"the stub should say what was elided and how to get it back: the tool ({call['name']}) and its input ({wanted}); got {excerpt(texts[index])}")
+    for together in (1, 3):  # then parallel calls: three results answer one turn
+        messages, calls = conversation(some_sizes(9), together=together)
+        trimmed = trim(lab, messages, 10_000)
+        replaced, texts = elided(messages, trimmed, 10_000), result_texts(trimmed)
+        for index in replaced:
+            call = calls[index]
+            wanted = call["input"].get("path") or call["input"].get("command")
+            expect(call["name"] in texts[index] and wanted in texts[index],
+                   (f"{together} calls ran in one turn: the stub of each result should name its own call (by tool_use_id), " if together > 1 else
+                    "the stub should say what was elided and how to get it back: ") +
+                   f"the tool ({call['name']}) and its input ({wanted}); result {index + 1} became {excerpt(texts[index])}")
+    expect(any(index % 3 for index in replaced), f"with parallel calls, more than the first call of a turn should be elided; got {[n + 1 for n in replaced]}")
 
 
 @check("context.pairs")
@@ -156,6 +223,8 @@ def latest_turn(lab: Lab) -> None:
     expect(trimmed[-2:] == messages[-2:],
            f"the latest turn (the last tool_use and its result) must never be touched, even when it alone passes the budget; got {excerpt(trimmed[-1])}")
     expect(replaced == list(range(5)), f"with the latest turn over the budget on its own, every older result should be elided, got {[n + 1 for n in replaced]}")
+    task = [{"role": "user", "content": "Summarise this log:\n" + numbered(budget * 4 + 4_000, "log")}]  # no assistant turn yet
+    expect(trim(lab, task, budget) == task, "a conversation that is only its task, over the budget, has nothing to elide: send it as it is")
 
 
 @check("context.stable")
@@ -171,13 +240,17 @@ def stable(lab: Lab) -> None:
     second = trim(lab, longer, tokens(longer) - 500)  # over again: something more has to go
     before, after = result_texts(first), result_texts(second)
     for index in replaced:
+        at = next((n for n, (a, b) in enumerate(zip(before[index], after[index])) if a != b), min(len(before[index]), len(after[index])))
         expect(after[index] == before[index],
                f"trimming again must leave a stub as it was (so the front of the conversation stays the same and the prompt cache keeps hitting); "
-               f"result {index + 1} was {excerpt(before[index], 120)} and became {excerpt(after[index], 120)}")
+               f"result {index + 1} changed from its character {at}: it was ...{excerpt(before[index][max(0, at - 40):at + 80])} "
+               f"and became ...{excerpt(after[index][max(0, at - 40):at + 80])}")
 
 
 @check("context.loop-trims")
 def loop_trims(lab: Lab) -> None:
+    budget = lab.call(PROBE, "value", "rover.context", "BUDGET")
+    expect(budget == BUDGET, f"rover/context.py should keep BUDGET = {BUDGET:_} (the checks use it), found {shown(budget)}")
     names = [f"big_{random.randint(100, 999)}_{n}.py" for n in range(3)]
     for name in names:
         lab.file(name, "".join(f"value_{n} = {'7' * random.randint(40, 60)}\n" for n in range(800)))

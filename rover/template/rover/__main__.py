@@ -83,8 +83,21 @@ def _off_script(stop: OffScript, stale: bool) -> str:
         return (f"turn {stop.turn} expected {stop.expected!r} and did not see it: "
                 "stash has changed: `workshop reset stash`, or use `workshop demo`")
     first = next((line.strip() for line in stop.seen.splitlines() if line.strip()), "")
+    asked = _unanswered()
+    if asked:
+        return (f"turn {stop.turn} expected {stop.expected!r}, but the gate asked \"{asked}\" with no terminal to answer, "
+                "so the command was refused: run it in a terminal and answer, or set ROVER_ANSWERS=y")
     return (f"turn {stop.turn} expected the tool results to contain {stop.expected!r}, but they began {first[:100]!r}: "
             "your tools answer differently from the run the script recorded")
+
+
+def _unanswered() -> str:
+    """The last question of the gate (lesson 6 on) that nobody was there to answer, if any."""
+    try:
+        from rover import person
+    except ImportError:
+        return ""
+    return next(reversed(getattr(person, "unanswered", [])), "")
 
 
 def _stash_changed() -> bool:

@@ -65,7 +65,7 @@ class Transcript:
         self.console.print(f"{mark} {_escape(_headline(call.get('name', '?'), args, result))}")
         if result.text.startswith("↺ repaired:"):  # lesson 7's notes: what the registry mended in the call
             self.console.print(f"[yellow]  {_escape(result.text.splitlines()[0])}[/]")
-        lines = [line for line in result.text.splitlines() if line.strip()]
+        lines = [line for line in result.text.splitlines() if line.strip() and not line.startswith("↺ repaired:")]  # shown once, above
         if call.get("name") == "bash":
             self._dim(lines[-6:])
         elif result.is_error:
