@@ -1,9 +1,8 @@
 """Issue 17's attacks on `workshop class grade`, each from a student's rover/__init__.py (it runs when the grader
 imports the workspace), each through the real command, each against whatever boundary `require()` chose.
 
-Each docstring names the defence the test relies on. Those that rely on bubblewrap's namespaces and read-only kit
-(grader.grading.boundary, built on another branch) are expected to fail until that branch is in: marked xfail
-(not strict) while the module is missing, so they run and report either way.
+Each docstring names the defence the test relies on: bubblewrap's namespaces and read-only kit
+(grader.grading.boundary), or the per-student processes of bulk grading.
 """
 from __future__ import annotations
 
@@ -23,14 +22,13 @@ import pytest
 
 from grader.course import kit
 
-try:
-    import grader.grading.boundary  # noqa: F401
+from grader.grading.boundary import NoBoundary, require
 
-    BOUNDARY = True
-except ImportError:
+try:
+    BOUNDARY = require() == "bwrap"
+except NoBoundary:
     BOUNDARY = False
-needs_bwrap = pytest.mark.xfail(not BOUNDARY, reason="relies on the bwrap boundary (grader.grading.boundary), not merged yet",
-                                strict=False)
+needs_bwrap = pytest.mark.skipif(not BOUNDARY, reason="relies on the bwrap boundary, which cannot run here")
 OWN = sum(check.points for check in kit.lesson(1).checks)
 ANCESTORS = '''
 import os, signal

@@ -27,17 +27,7 @@ from grader.course.workspace import ANSWERS, NotAWorkspace, Workspace
 from grader.errors import WorkshopError
 from grader.grading.runner import Outcome
 
-try:
-    from grader.grading.boundary import NoBoundary, require
-except ImportError:  # until the sandbox backends land: bubblewrap on PATH is the least a boundary needs
-    class NoBoundary(Exception):  # type: ignore[no-redef]
-        """No sandbox can run here; the message names what is missing and how to install it."""
-
-    def require() -> str:  # type: ignore[misc]
-        if shutil.which("bwrap") is None:
-            raise NoBoundary("no sandbox for student code: bubblewrap is not installed "
-                             "(`sudo apt-get install bubblewrap`, or `sudo dnf install bubblewrap`)")
-        return "bwrap"
+from grader.grading.boundary import NoBoundary, require
 
 TIMEOUT = 600.0  # seconds one student's grading may take, start to end
 UNSAFE = "none (--unsafe-no-sandbox: student code ran with the instructor's rights)"
