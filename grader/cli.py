@@ -1,33 +1,36 @@
-"""The `workshop` command: one click group, each command in a module of its own."""
+"""The `workshop` command: one click group, each command in a module of its own; Ctrl-C exits 130 (grader.ctrl_c)."""
 from __future__ import annotations
 
-import click
+from grader.ctrl_c import exits_quietly
 
-from grader.commands.check import check_command
-from grader.commands.classroom import class_group
-from grader.commands.demo import demo_command
-from grader.commands.dev import dev_group
-from grader.commands.hint import hint_command
-from grader.commands.join import join_command, leave_command
-from grader.commands.lesson import lesson_command
-from grader.commands.next import next_command
-from grader.commands.reset import reset_command
-from grader.commands.solution import solution_command
-from grader.commands.start import start_command
-from grader.commands.status import status_command
-from grader.commands.watch import watch_command
-from grader.errors import one_line_usage
+with exits_quietly():  # a Ctrl-C while the imports load is as quiet as one later
+    import click
+
+    from grader.commands.check import check_command
+    from grader.commands.classroom import class_group
+    from grader.commands.demo import demo_command
+    from grader.commands.dev import dev_group
+    from grader.commands.hint import hint_command
+    from grader.commands.join import join_command, leave_command
+    from grader.commands.lesson import lesson_command
+    from grader.commands.next import next_command
+    from grader.commands.reset import reset_command
+    from grader.commands.solution import solution_command
+    from grader.commands.start import start_command
+    from grader.commands.status import status_command
+    from grader.commands.watch import watch_command
+    from grader.errors import one_line_usage
 
 
 class _Workshop(click.Group):
     """The group, with click's usage errors (in any subcommand) shown as one line."""
 
     def make_context(self, *args, **kwargs) -> click.Context:
-        with one_line_usage():
+        with exits_quietly(), one_line_usage():
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context):
-        with one_line_usage():
+        with exits_quietly(), one_line_usage():  # click itself would make a Ctrl-C "Aborted!" and exit 1
             return super().invoke(ctx)
 
 

@@ -2,7 +2,8 @@
 
 `WorkshopError` is what commands raise for bad input. `one_line_usage` turns click's own usage
 errors (an unknown option, a missing argument), which click prints as four lines, into the same
-one line, naming the command and where its help is.
+one line, naming the command and where its help is; and a `WorkspaceProblem` (git trouble, a
+conflict left to resolve) raised anywhere below a command into a WorkshopError.
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import click
+
+from grader.course.workspace import WorkspaceProblem
 
 
 class WorkshopError(click.ClickException):
@@ -38,3 +41,5 @@ def one_line_usage() -> Iterator[None]:
         raise  # `workshop` alone prints its help, as a help request should
     except click.UsageError as problem:
         raise UsageLine(problem) from None
+    except WorkspaceProblem as problem:
+        raise WorkshopError(str(problem)) from None
