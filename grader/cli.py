@@ -1,25 +1,26 @@
 """The `workshop` command: one click group, each command in a module of its own; Ctrl-C exits 130 (grader.ctrl_c)."""
 from __future__ import annotations
 
-from grader.ctrl_c import exits_quietly
+from grader.ctrl_c import exits_quietly, loaded  # first: from here on a Ctrl-C is quiet (exit 130)
 
-with exits_quietly():  # a Ctrl-C while the imports load is as quiet as one later
-    import click
+import click
 
-    from grader.commands.check import check_command
-    from grader.commands.classroom import class_group
-    from grader.commands.demo import demo_command
-    from grader.commands.dev import dev_group
-    from grader.commands.hint import hint_command
-    from grader.commands.join import join_command, leave_command
-    from grader.commands.lesson import lesson_command
-    from grader.commands.next import next_command
-    from grader.commands.reset import reset_command
-    from grader.commands.solution import solution_command
-    from grader.commands.start import start_command
-    from grader.commands.status import status_command
-    from grader.commands.watch import watch_command
-    from grader.errors import one_line_usage
+from grader.commands.check import check_command
+from grader.commands.classroom import class_group
+from grader.commands.demo import demo_command
+from grader.commands.dev import dev_group
+from grader.commands.hint import hint_command
+from grader.commands.join import join_command, leave_command
+from grader.commands.lesson import lesson_command
+from grader.commands.next import next_command
+from grader.commands.reset import reset_command
+from grader.commands.solution import solution_command
+from grader.commands.start import start_command
+from grader.commands.status import status_command
+from grader.commands.watch import watch_command
+from grader.errors import one_line_usage
+
+loaded()  # the imports are in: a Ctrl-C is a KeyboardInterrupt again, which each command's exits_quietly catches
 
 
 class _Workshop(click.Group):

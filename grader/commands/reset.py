@@ -35,8 +35,8 @@ def tool_file(workspace: Workspace, name: str) -> str:
 
 def reset_tool(workspace: Workspace, name: str) -> str:
     file = tool_file(workspace, name)
-    click.echo(f"Rendering {file} as lesson {workspace.lesson} starts it…", err=True)
     with transaction(workspace.path) as copy:
+        click.echo(f"Rendering {file} as lesson {workspace.lesson} starts it…", err=True)
         pristine = pristine_file(workspace.lesson, file, copy.parent)
         git.save(copy, f"Saved before workshop reset {name}", only=file)
         (copy / file).parent.mkdir(parents=True, exist_ok=True)
@@ -54,8 +54,8 @@ def reset_stash(workspace: Workspace) -> None:
 
 
 def reset_all(workspace: Workspace) -> None:
-    click.echo(f"Rendering lesson {workspace.lesson} as it starts…", err=True)
     with transaction(workspace.path) as copy:
+        click.echo(f"Rendering lesson {workspace.lesson} as it starts…", err=True)
         git.save(copy, "Saved before workshop reset --all")
         fresh = render(workspace.lesson, copy.parent / "fresh", workspace.solved)
         shutil.copytree(fresh, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns("stash", ".copier-answers.yml"))

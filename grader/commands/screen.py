@@ -89,8 +89,8 @@ def show(result: Grade, everything: bool = False, pending: bool = False, workspa
         _show_lessons(console, result, everything, pending)
     console.print()
     if footer:
-        console.print(footer)
-    console.print(next_step(result, pending, workspace))
+        print_wrapped(console, footer)
+    print_wrapped(console, next_step(result, pending, workspace))
 
 
 def next_step(result: Grade, pending: bool = False, workspace: Path | None = None) -> str:
@@ -174,7 +174,9 @@ def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, ev
         if outcome in stubbed:
             if outcome is stubbed[0]:
                 more = " more" if any(NOT_WRITTEN in shown.message for shown in full) else ""
-                console.print(Text.assemble("  ", ("✗", "red"), f" {len(stubbed)}{more} checks: {NOT_WRITTEN}, in {lesson.file}"))
+                for line in wrapped(Text.assemble("  ", ("✗", "red"), f" {len(stubbed)}{more} checks: {NOT_WRITTEN}, in {lesson.file}"),
+                                    console.width, 4):
+                    console.print(line, no_wrap=True, overflow="crop")
             continue
         mark, colour = MARKS[outcome.status]
         room = console.width - 6 - width
@@ -195,23 +197,50 @@ def paragraph(console, text: str, indent: int, style: str = "", label: tuple[str
     """`text` wrapped at words to the console's width, each line indented, its own line breaks kept; no padding."""
     from rich.text import Text
 
-    width = max(20, console.width - indent)
-    first = label[0] if label else ""
-    for number, line in enumerate(wrap(first + text, width)):
-        shown = Text(" " * indent, style=style)
-        if number == 0 and label:
-            shown.append(label[0], style=label[1])
-            line = line[len(label[0]):]
-        shown.append(line, style=style)
-        console.print(shown, no_wrap=True, overflow="crop")
+    whole = Text(" " * indent)
+    if label:
+        whole.append(label[0], style=label[1])
+    whole.append(text, style=style)
+    for line in wrapped(whole, console.width, indent):
+        console.print(line, no_wrap=True, overflow="crop")
 
 
-def wrap(text: str, width: int) -> list[str]:
-    """Lines of at most `width` characters, broken between words; only a word longer than a line is cut."""
-    lines: list[str] = []
-    for line in text.splitlines() or [""]:
-        lines += textwrap.wrap(line, width, break_on_hyphens=False, replace_whitespace=False, drop_whitespace=True) or [""]
+def print_wrapped(console, markup: str) -> None:
+    """Rich markup, wrapped at words; a `command` in backticks is never split."""
+    from rich.text import Text
+
+    for line in wrapped(Text.from_markup(markup), console.width):
+        console.print(line, no_wrap=True, overflow="crop")
+
+
+def wrapped(text, width: int, indent: int = 0) -> list:
+    """A rich Text cut into lines of at most `width` columns: between words, a `command` in backticks kept whole
+    (unless longer than a line), its own line breaks kept, continuation lines indented by `indent`."""
+    from rich.text import Text
+
+    lines = []
+    for part in text.split("\n", allow_blank=True):
+        pieces = part.divide(_breaks(part.plain, width, indent))
+        for number, piece in enumerate(pieces):
+            line = piece if number == 0 else Text(" " * indent) + piece
+            line.rstrip()
+            lines.append(line)
     return lines
+
+
+def _breaks(plain: str, width: int, indent: int) -> list[int]:
+    """Where the lines of `plain` start, after the first."""
+    breaks, start, lead, has_word = [], 0, 0, False
+    for word in re.finditer(r"`[^`]*`\S*|\S+", plain):
+        begin, end = word.span()
+        if has_word and lead + end - start > width:
+            breaks.append(begin)
+            start, lead = begin, indent
+        has_word = True
+        while lead + end - start > width and width - lead > 0:  # a word longer than a line is cut
+            start, lead = start + width - lead, indent
+            breaks.append(start)
+    return breaks
 
 
 def fit(text: str, width: int) -> str:
