@@ -259,6 +259,7 @@ def test_check_never_imports_copier_or_anthropic(workspace):
     assert not imported & {"copier", "anthropic", "jinja2", "yaml"}, imported & {"copier", "anthropic", "jinja2", "yaml"}
 
 
+@pytest.mark.slow
 def test_the_visible_workspace_tests_pass_when_solved_and_fail_on_the_stub(rendered, tmp_path):
     import shutil
 

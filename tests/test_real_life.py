@@ -100,6 +100,7 @@ def test_a_read_only_workspace_is_one_line(started, tmp_path):
     assert state(root) == before
 
 
+@pytest.mark.slow
 def test_a_laptop_with_no_git_identity_still_saves_work(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
@@ -139,6 +140,7 @@ def test_next_works_with_another_laptops_cache(tmp_path, monkeypatch):
     assert f"_src_path: {tmp_path / 'laptop-b'}" in (root / ".copier-answers.yml").read_text()
 
 
+@pytest.mark.slow
 def test_next_from_an_older_kits_workspace_finds_its_base_by_content(started):
     root = started(1, solved=True)
     answers = root / ".copier-answers.yml"
@@ -151,6 +153,7 @@ def test_next_from_an_older_kits_workspace_finds_its_base_by_content(started):
     assert "# mine" in (root / "rover/tools/read.py").read_text() and git(root, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_the_closest_kit_version_is_the_base(started, tmp_path):
     from grader.course import template_repo
     from grader.course.render import closest_version, render
@@ -205,6 +208,7 @@ def test_conflicts_are_refused_with_the_files_named(started):
     assert git(root, "log", "--format=%H") == log, "nothing was committed over the markers"
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_the_middle_of_next_leaves_nothing_behind(started, tmp_path):
     root = started(1)
     (root / "rover/tools/read.py").write_text("# half done\n")

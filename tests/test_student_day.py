@@ -41,6 +41,7 @@ def started(tmp_path, monkeypatch):
     return make
 
 
+@pytest.mark.slow
 def test_the_whole_course_with_start_check_apply_and_next(started):
     root = started(0)
     last = len(kit.lessons()) - 1
