@@ -7,6 +7,8 @@ conflict left to resolve) raised anywhere below a command into a WorkshopError.
 """
 from __future__ import annotations
 
+import re
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -19,7 +21,21 @@ class WorkshopError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"workshop: {self.format_message()}", err=True)
+        said(f"workshop: {self.format_message()}")
+
+
+def said(line: str) -> None:
+    """`line` on stderr: whole for a program reading it, wrapped between words for a person at a terminal."""
+    if not sys.stderr.isatty():
+        click.echo(line, err=True)
+        return
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size().columns - 1)
+    kept = re.sub(r"`[^`]*`", lambda command: command[0].replace(" ", "\u00a0"), line)  # a `command` is never split
+    click.echo(textwrap.fill(kept, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+               .replace("\u00a0", " "), err=True)
 
 
 class UsageLine(WorkshopError):
@@ -30,7 +46,7 @@ class UsageLine(WorkshopError):
         self.path = path
 
     def show(self, file=None) -> None:
-        click.echo(f"{self.path}: {self.format_message()}", err=True)
+        said(f"{self.path}: {self.format_message()}")
 
 
 @contextmanager

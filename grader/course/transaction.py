@@ -100,11 +100,18 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 def _copy(workspace: Path, copy: Path, files: dict[str, tuple[int, int]]) -> None:
-    shutil.copytree(workspace / ".git", copy / ".git", symlinks=True)
-    for name in files:
-        target = copy / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(workspace / name, target, follow_symlinks=False)
+    try:
+        shutil.copytree(workspace / ".git", copy / ".git", symlinks=True)
+        for name in files:
+            source, target = workspace / name, copy / name.rstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_dir() and not source.is_symlink():  # a repository of its own inside (git lists it as a folder)
+                shutil.copytree(source, target, symlinks=True)
+            else:
+                shutil.copy2(source, target, follow_symlinks=False)
+    except OSError as problem:
+        raise WorkspaceProblem(f"could not copy {workspace} to work on it ({problem.strerror or problem}: {problem.filename}); "
+                               "nothing was changed") from None
 
 
 def _land(workspace: Path, copy: Path, before: dict[str, tuple[int, int]], start: str) -> None:
