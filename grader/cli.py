@@ -1,4 +1,4 @@
-"""The `workshop` command: one click group, each command in a module of its own."""
+"""The `workshop` command: one click group, each command in a module of its own; Ctrl-C exits 130 (grader.ctrl_c)."""
 from __future__ import annotations
 
 import sys
@@ -14,6 +14,8 @@ def refuse_native_windows() -> None:
 
 
 refuse_native_windows()  # before importing anything that needs a POSIX system (fork, signals, fcntl)
+
+from grader.ctrl_c import exits_quietly, loaded  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
 
 import click  # noqa: E402
 
@@ -32,16 +34,18 @@ from grader.commands.status import status_command
 from grader.commands.watch import watch_command
 from grader.errors import one_line_usage
 
+loaded()  # the imports are in: a Ctrl-C is a KeyboardInterrupt again, which each command's exits_quietly catches
+
 
 class _Workshop(click.Group):
     """The group, with click's usage errors (in any subcommand) shown as one line."""
 
     def make_context(self, *args, **kwargs) -> click.Context:
-        with one_line_usage():
+        with exits_quietly(), one_line_usage():
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context):
-        with one_line_usage():
+        with exits_quietly(), one_line_usage():  # click itself would make a Ctrl-C "Aborted!" and exit 1
             return super().invoke(ctx)
 
 

@@ -2,21 +2,40 @@
 
 `WorkshopError` is what commands raise for bad input. `one_line_usage` turns click's own usage
 errors (an unknown option, a missing argument), which click prints as four lines, into the same
-one line, naming the command and where its help is.
+one line, naming the command and where its help is; and a `WorkspaceProblem` (git trouble, a
+conflict left to resolve) raised anywhere below a command into a WorkshopError.
 """
 from __future__ import annotations
 
+import re
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
 import click
+
+from grader.course.workspace import WorkspaceProblem
 
 
 class WorkshopError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"workshop: {self.format_message()}", err=True)
+        said(f"workshop: {self.format_message()}")
+
+
+def said(line: str) -> None:
+    """`line` on stderr: whole for a program reading it, wrapped between words for a person at a terminal."""
+    if not sys.stderr.isatty():
+        click.echo(line, err=True)
+        return
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size().columns - 1)
+    kept = re.sub(r"`[^`]*`", lambda command: command[0].replace(" ", "\u00a0"), line)  # a `command` is never split
+    click.echo(textwrap.fill(kept, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+               .replace("\u00a0", " "), err=True)
 
 
 class UsageLine(WorkshopError):
@@ -27,7 +46,7 @@ class UsageLine(WorkshopError):
         self.path = path
 
     def show(self, file=None) -> None:
-        click.echo(f"{self.path}: {self.format_message()}", err=True)
+        said(f"{self.path}: {self.format_message()}")
 
 
 @contextmanager
@@ -38,3 +57,5 @@ def one_line_usage() -> Iterator[None]:
         raise  # `workshop` alone prints its help, as a help request should
     except click.UsageError as problem:
         raise UsageLine(problem) from None
+    except WorkspaceProblem as problem:
+        raise WorkshopError(str(problem)) from None

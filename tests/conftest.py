@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import sys
 from pathlib import Path
 
@@ -13,10 +14,24 @@ from grader.course.render import render
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+# Heavy gradings and builds, left out by `python -m pytest -m "not slow"` (a quick run for authors).
+SLOW_FILES = {"test_wrong_solutions.py", "test_alternatives.py", "test_devcheck.py", "test_walk_to_lesson_8.py", "test_autograder.py",
+              "test_packaging.py", "test_workflow.py", "test_board_browser.py", "test_fuzz_tools.py", "test_bulk.py"}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def template_cache(tmp_path_factory):
-    """Keep the kit's template repository (grader.template_repo) out of the real user cache."""
+    """Keep the kit's template repository (grader.template_repo) out of the real user cache, and give this
+    session (each xdist worker has its own) a temp folder of its own: "nothing left behind" checks see only theirs."""
     os.environ["WORKSHOP_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("tmp"))
+    tempfile.tempdir = None  # read TMPDIR again
 
 
 @pytest.fixture(scope="session")

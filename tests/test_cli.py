@@ -108,13 +108,50 @@ def test_check_shows_the_current_lesson_in_full_and_earlier_ones_in_a_line(works
     lines = result.output.splitlines()
     earlier = len(kit.lesson(0).checks) + len(kit.lesson(1).checks)
     assert f"lessons 0-1: {earlier}/{earlier} ✓" in lines
-    rows = [line for line in lines if line.startswith(("  ✗ ", "  ✓ ", "  ⧗ "))]
-    assert [row.split()[1] for row in rows] == [check.id for check in kit.lesson(2).checks], "only lesson 2's checks have rows"
-    for check in kit.lesson(2).checks:
-        assert words(check.hints[0]) in words(result.output), f"{check.id}'s first hint is shown"
-    assert "more failing checks" not in result.output
+    first = kit.lesson(2).checks[0]
+    assert f"  ✗ {first.id}" in result.output and words(first.hints[0]) in words(result.output), "the first failure is in full"
+    rows = [line.split()[1] for line in lines if line.startswith(("  ✗ ", "  ✓ ", "  ⧗ ")) and "." in line.split()[1]]
+    folded = next(line for line in lines if "checks: not written yet, in rover/tools/bash.py" in line)
+    assert int(folded.split()[1]) + len(rows) == len(kit.lesson(2).checks), "every check is a row or in the folded line"
+    assert set(rows) <= {check.id for check in kit.lesson(2).checks}, "only lesson 2's checks have rows"
     assert max(len(line.rstrip()) for line in lines) <= 80, "nothing runs past 80 columns"
-    assert all(len(row) <= 80 for row in rows)
+
+
+STUB_LESSONS = [1] + [pytest.param(number, marks=pytest.mark.slow) for number in range(2, 9)]
+
+
+@pytest.mark.parametrize("lesson", STUB_LESSONS)
+def test_a_stub_lesson_fits_one_screen_at_80_columns(workspace, monkeypatch, lesson):
+    monkeypatch.chdir(workspace(lesson))
+    result = run("check")
+    lines = result.output.splitlines()
+    assert result.exit_code == 1 and len(lines) <= 40, result.output
+    assert all(len(line) <= 80 and line == line.rstrip() for line in lines), [line for line in lines if len(line) > 80 or line != line.rstrip()]
+    titles = {check.id: check.title for number in range(lesson + 1) for check in kit.lesson(number).checks}
+    for line in lines:
+        if line.startswith(("  ✗ ", "  ✓ ")) and line.endswith("…") and line.split()[1] in titles:
+            shown = line.split(None, 2)[2].removesuffix("…")
+            title = titles[line.split()[1]]
+            assert title.startswith(shown) and title[len(shown)] in " ,;:(", f"cut mid-word: {line!r}"
+    first = result.output.split("\n  ✗ ", 1)[1].split("\n  ✗ ")[0]  # the first failure, with its message and hint
+    check = next(check for check in kit.lesson(lesson).checks if first.startswith(check.id))
+    assert f"hint: {words(check.hints[0])}" in words(first), "the first failure is shown in full, wrapped between words"
+    assert lines[-1].startswith("Next: ") or lines[-2].startswith("Next: ")
+
+
+def test_long_messages_wrap_between_words():
+    from rich.text import Text
+
+    from grader.commands.screen import wrapped
+
+    text = "alpha beta " * 12 + "`workshop hint read.numbered` and " + "x" * 100
+    lines = [line.plain for line in wrapped(Text(text), 40, 4)]
+    assert all(len(line) <= 40 and line == line.rstrip() for line in lines), lines
+    assert all(line.startswith("    ") for line in lines[1:]), "continuation lines are indented"
+    assert any(line.strip().startswith("`workshop hint read.numbered`") for line in lines), "a command is never split"
+    shown, given = " ".join(lines).split(), text.split()
+    assert shown[:len(given) - 1] == given[:-1], "no word is split"
+    assert "".join(shown[len(given) - 1:]) == "x" * 100, "only a word longer than a line is cut"
 
 
 def test_check_all_shows_every_row(workspace, monkeypatch):
@@ -222,6 +259,7 @@ def test_check_never_imports_copier_or_anthropic(workspace):
     assert not imported & {"copier", "anthropic", "jinja2", "yaml"}, imported & {"copier", "anthropic", "jinja2", "yaml"}
 
 
+@pytest.mark.slow
 def test_the_visible_workspace_tests_pass_when_solved_and_fail_on_the_stub(rendered, tmp_path):
     import shutil
 

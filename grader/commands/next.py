@@ -2,7 +2,8 @@
 
 copier update does a real 3-way merge: between the template as the workspace was made, the
 template for the next lesson, and the workspace as it is. Tool files the student owns are
-never replaced (`_skip_if_exists` in copier.yml), so finished tools stay theirs.
+never replaced (`_skip_if_exists` in copier.yml), so finished tools stay theirs. The merge runs
+in a copy of the workspace (grader.course.transaction): the move lands whole, or not at all.
 """
 from __future__ import annotations
 
@@ -14,16 +15,19 @@ import click
 
 from grader.commands.screen import say
 from grader.course import git, kit
+from grader.course.render import rebase_answers
+from grader.course.transaction import preflight, transaction
+from grader.course.workspace import Workspace, here
 from grader.errors import WorkshopError
 from grader.grading.grade import grade
-from grader.course.template_repo import template_source
-from grader.course.workspace import Workspace, here
 
 
 def move_on(workspace: Workspace, force: bool = False) -> list[str]:
     """Update `workspace` to the next lesson; returns the files left with conflicts (empty when clean)."""
-    if workspace.lesson + 1 >= len(kit.lessons()):
+    number = workspace.lesson + 1
+    if number >= len(kit.lessons()):
         raise WorkshopError(f"lesson-{workspace.lesson} is the last lesson; there is no next one. `workshop status` shows your progress.")
+    preflight(workspace.path)  # a conflict, a missing .git or a lock is said before a grade, not after
     if not force:
         click.echo(f"Grading lesson {workspace.lesson} before moving on…", err=True)
         outcomes = grade(workspace).outcomes
@@ -35,29 +39,27 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
                 f"lesson-{workspace.lesson} still has {len(failing)} failing check(s), the first being {failing[0].check.id}; "
                 "finish them (`workshop check`, `workshop hint`) or move on anyway with `workshop next --force`"
             )
-    git.save(workspace.path, f"Work on lesson {workspace.lesson} (saved by workshop next)")
-    click.echo(f"Your work is committed; merging lesson {workspace.lesson + 1} into the workspace (a few seconds)…", err=True)
-    try:
-        _update(workspace.path, workspace.lesson + 1)
-    except Exception as failure:  # copier or git said no: put the workspace back as it was saved
-        git.run(workspace.path, "reset", "-q", "--hard")
-        git.run(workspace.path, "clean", "-q", "-fd")
-        raise WorkshopError(f"could not move to lesson-{workspace.lesson + 1} ({_first_line(failure)}); your workspace is as it was. "
-                            "If the kit's cache was cleared, start the next lesson afresh with `workshop start`.") from None
-    conflicts = git.conflicted(workspace.path)
-    if not conflicts:
-        git.save(workspace.path, f"Start lesson {workspace.lesson + 1}")
+    click.echo(f"Merging lesson {number} into a copy of your workspace (a few seconds)…", err=True)
+    with transaction(workspace.path) as copy:
+        rebase_answers(copy, workspace.lesson, workspace.solved, copy.parent)
+        git.save(copy, f"Work on lesson {workspace.lesson} (saved by workshop next)")
+        try:
+            _update(copy, number)
+        except Exception as failure:  # copier or git said no: the copy is dropped, the workspace never changed
+            raise WorkshopError(f"could not move to lesson-{number} ({_first_line(failure)}); your workspace is as it was") from None
+        conflicts = git.conflicted(copy)
+        if not conflicts:
+            git.save(copy, f"Start lesson {number}")
     return conflicts
 
 
 def _update(folder: Path, lesson: int) -> None:
     import copier
 
-    template_source()  # the kit may have been upgraded since: commit its files so copier sees them
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        copier.run_update(str(folder), data={"lesson": lesson, "solved": False}, defaults=True, overwrite=True,
-                          quiet=True, vcs_ref="HEAD", conflict="inline")
+        copier.run_update(str(folder), data={"lesson": lesson, "solved": False},
+                          defaults=True, overwrite=True, quiet=True, vcs_ref="HEAD", conflict="inline")
 
 
 def _first_line(failure: Exception) -> str:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 import click
 
 from grader.course import git, kit
 from grader.errors import WorkshopError
 from grader.course.render import copy_stash, pristine_file, render
+from grader.course.transaction import transaction
 from grader.course.workspace import Workspace, here
 
 GIVEN = {"ls": "rover/tools/ls.py"}
@@ -36,35 +35,32 @@ def tool_file(workspace: Workspace, name: str) -> str:
 
 def reset_tool(workspace: Workspace, name: str) -> str:
     file = tool_file(workspace, name)
-    click.echo(f"Rendering {file} as lesson {workspace.lesson} starts it…", err=True)
-    pristine = pristine_file(workspace.lesson, file)
-    save_only(workspace.path, file, f"Saved before workshop reset {name}")
-    (workspace.path / file).write_bytes(pristine)
-    save_only(workspace.path, file, f"Reset {file}")
+    with transaction(workspace.path) as copy:
+        click.echo(f"Rendering {file} as lesson {workspace.lesson} starts it…", err=True)
+        pristine = pristine_file(workspace.lesson, file, copy.parent)
+        git.save(copy, f"Saved before workshop reset {name}", only=file)
+        (copy / file).parent.mkdir(parents=True, exist_ok=True)
+        (copy / file).write_bytes(pristine)
+        git.save(copy, f"Reset {file}", only=file)
     return file
 
 
 def reset_stash(workspace: Workspace) -> None:
-    save_only(workspace.path, "stash", "Saved before workshop reset stash")
-    copy_stash(workspace.path)
-    save_only(workspace.path, "stash", "Reset stash")
-
-
-def save_only(folder: Path, path: str, message: str) -> None:
-    """Commit the changes under `path` alone, whatever else is changed or staged."""
-    git.run(folder, "add", "-A", "--", path)
-    if git.run(folder, "status", "--porcelain", "--", path):
-        git.run(folder, "commit", "-q", "--no-verify", "-m", message, "--", path)
+    """Only stash is committed, before and after: the student's unfinished tool code stays uncommitted."""
+    with transaction(workspace.path) as copy:
+        git.save(copy, "Saved before workshop reset stash", only="stash")
+        copy_stash(copy)
+        git.save(copy, "Reset stash", only="stash")
 
 
 def reset_all(workspace: Workspace) -> None:
-    click.echo(f"Rendering lesson {workspace.lesson} as it starts…", err=True)
-    git.save(workspace.path, "Saved before workshop reset --all")
-    with tempfile.TemporaryDirectory(prefix="workshop-reset-") as scratch:
-        fresh = render(workspace.lesson, Path(scratch) / "ws", workspace.solved)
-        shutil.copytree(fresh, workspace.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("stash", ".copier-answers.yml"))
-    copy_stash(workspace.path)
-    git.save(workspace.path, f"Reset to the start of lesson {workspace.lesson}")
+    with transaction(workspace.path) as copy:
+        click.echo(f"Rendering lesson {workspace.lesson} as it starts…", err=True)
+        git.save(copy, "Saved before workshop reset --all")
+        fresh = render(workspace.lesson, copy.parent / "fresh", workspace.solved)
+        shutil.copytree(fresh, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns("stash", ".copier-answers.yml"))
+        copy_stash(copy)
+        git.save(copy, f"Reset to the start of lesson {workspace.lesson}")
 
 
 def can_ask() -> bool:

@@ -1,11 +1,14 @@
 """The screen `workshop check` and `workshop watch` draw, the root cause `hint` and `status` share, and `say`.
 
-The current lesson is shown in full: every check, and under each failing one its message and
-first hint. Earlier lessons that pass fold into one line (`lessons 0-3: 42/42 ✓`); a lesson with
-a regression opens up like the current one. Rows never wrap: a long title ends in "…", so the
-screen holds together at 80 columns. When the rover package cannot even be imported, every
-check fails for that one reason, so the screen shows the reason once, with the line of code.
-`say` is how the other commands print prose: wrapped to the terminal, never splitting a word.
+The current lesson is shown with its first failure in full (the message and the first hint),
+and the first failure of a real mistake too when that is another; every other failure is one
+row, and the checks that fail only because the tool is not written yet fold into one line. So a
+stub lesson fits one screen at 80 columns. Earlier lessons that pass fold into one line
+(`lessons 0-3: 42/42 ✓`); a lesson with a regression opens up like the current one. Rows never
+wrap: a long title is cut at a word, with "…". When the rover package cannot even be imported,
+every check fails for that one reason, so the screen shows the reason once, with the line of code,
+or names the file that is missing. `say` is how the other commands print prose: wrapped to the
+terminal, never splitting a word.
 """
 from __future__ import annotations
 
@@ -23,9 +26,9 @@ from grader.grading.runner import Outcome
 MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("✗", "red"), "timeout": ("⧗", "yellow")}
 ID_WIDTH = 30  # longer check ids are cut; titles take what is left of the line
 NBSP = "\u00a0"
-
-
+NOT_WRITTEN = "not written yet"
 IMPORT_FAILURES = ("SyntaxError", "IndentationError", "TabError", "ImportError", "ModuleNotFoundError")
+ESSENTIAL = ("rover", "rover/__init__.py", "rover/tools", "rover/tools/__init__.py")  # without these nothing imports
 
 
 def root_cause(result: Grade) -> str | None:
@@ -46,32 +49,58 @@ def blocked(result: Grade) -> list[Outcome]:
     return [outcome for outcome in result.outcomes if not outcome.passed] if root_cause(result) else []
 
 
+def missing_file(workspace: Path | None, cause: str | None = None) -> str | None:
+    """The part of the rover package that is gone, when that is why it does not import: `rover/tools/__init__.py`."""
+    if workspace is None:
+        return None
+    for part in ESSENTIAL:
+        if not (workspace / part).exists():
+            return part + ("/" if "." not in part else "")
+    named = re.search(r"No module named '(rover(?:\.\w+)+)'", cause or "")
+    if named:
+        path = named[1].replace(".", "/")
+        if not (workspace / f"{path}.py").exists() and not (workspace / path).is_dir():
+            return f"{path}.py"
+    return None
+
+
+def restore_command(part: str) -> str:
+    return f"`git checkout HEAD -- {part.rstrip('/')}`"
+
+
 def location(cause: str) -> tuple[str, int] | None:
     """The (file, line) a failure message names: `in rover/x.py line 4`, `rover/x.py:4` or `"x.py", line 4`."""
     found = re.search(r"(\S+\.py)(?:\"?,? line |:)(\d+)", cause) or re.search(r"in (\S+) line (\d+)", cause)
     return (found[1].strip("\"'"), int(found[2])) if found else None
 
 
-def show(result: Grade, everything: bool = False, pending: bool = False, workspace: Path | None = None, console=None) -> None:
-    """Draw the grade. `everything` opens every lesson; `pending` says the earlier lessons are still being graded."""
+def show(result: Grade, everything: bool = False, pending: bool = False, workspace: Path | None = None, console=None,
+         footer: str | None = None) -> None:
+    """Draw the grade. `everything` opens every lesson and failure; `pending` says the earlier lessons are still
+    being graded; `footer` (rich markup) goes just above the closing lines, which are always the last thing shown."""
     from rich.console import Console
 
     console = console or Console(highlight=False)
-    console.print(f"[bold]Lesson {result.lesson}: {_markup(kit.lesson(result.lesson).title)}[/]")
+    console.print(heading(f"Lesson {result.lesson}: {kit.lesson(result.lesson).title}", console.width, style="bold"))
     cause = root_cause(result)
-    if cause:
-        _show_root_cause(console, result, cause, workspace)
+    if cause or missing_file(workspace, None):
+        _show_root_cause(console, result, cause or "", workspace)
     else:
         _show_lessons(console, result, everything, pending)
     console.print()
-    console.print(next_step(result, pending))
+    if footer:
+        print_wrapped(console, footer)
+    print_wrapped(console, next_step(result, pending, workspace))
 
 
-def next_step(result: Grade, pending: bool = False) -> str:
+def next_step(result: Grade, pending: bool = False, workspace: Path | None = None) -> str:
     """The closing lines: the count, then what to do now (rich markup)."""
     cause = root_cause(result)
     passed = sum(outcome.passed for outcome in result.outcomes)
     count = f"{passed}/{len(result.outcomes)} checks pass."
+    gone = missing_file(workspace, cause)
+    if gone:
+        return f"[red]{count}[/]\nNext: bring back {_markup(gone)}: {_markup(restore_command(gone))}."
     if cause:
         where = location(cause)
         spot = _markup(f"{where[0]} line {where[1]}") if where else "the error above"
@@ -105,7 +134,7 @@ def _show_lessons(console, result: Grade, everything: bool, pending: bool) -> No
         _fold(console, folded, by_lesson)
         folded = []
         if outcomes:
-            _show_lesson(console, number, outcomes, result.lesson)
+            _show_lesson(console, number, outcomes, result.lesson, everything)
     _fold(console, folded, by_lesson)
 
 
@@ -120,7 +149,16 @@ def _fold(console, numbers: list[int], by_lesson: dict[int, list[Outcome]]) -> N
         console.print(f"{name}: {len(outcomes)}/{len(outcomes)} [green]✓[/]")
 
 
-def _show_lesson(console, number: int, outcomes: list[Outcome], current: int) -> None:
+def in_full(outcomes: list[Outcome], everything: bool = False) -> list[Outcome]:
+    """The failures shown with message and hint: the first, and the first real one (not a stub's) if that is another."""
+    failing = [outcome for outcome in outcomes if not outcome.passed]
+    if everything:
+        return failing
+    real = next((outcome for outcome in failing if NOT_WRITTEN not in outcome.message), None)
+    return list(dict.fromkeys(outcome for outcome in failing[:1] + [real] if outcome))
+
+
+def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, everything: bool = False) -> None:
     from rich.text import Text
 
     passed = sum(outcome.passed for outcome in outcomes)
@@ -128,45 +166,121 @@ def _show_lesson(console, number: int, outcomes: list[Outcome], current: int) ->
     fresh = number == current and passed == 0
     note = f", your lesson: open {lesson.file}" if fresh else (
         ", passed before: a change since broke it" if number < current and passed < len(outcomes) else "")
-    console.print(f"lesson {number} ({_markup(lesson.title)}): {passed}/{len(outcomes)}[dim]{_markup(note)}[/]",
-                  no_wrap=True, overflow="ellipsis")
+    console.print(heading(f"lesson {number} ({lesson.title}): {passed}/{len(outcomes)}", console.width, note=note))
     width = min(ID_WIDTH, max(len(outcome.check.id) for outcome in outcomes))
-    said: dict[str, str] = {}  # message -> the first check that said it, so a shared crash is told once
+    full = in_full(outcomes, everything)
+    stubbed = [outcome for outcome in outcomes if not outcome.passed and outcome not in full and NOT_WRITTEN in outcome.message]
+    if len(stubbed) < 2 or everything:
+        stubbed = []
     for outcome in outcomes:
+        if outcome in stubbed:
+            if outcome is stubbed[0]:
+                more = " more" if any(NOT_WRITTEN in shown.message for shown in full) else ""
+                for line in wrapped(Text.assemble("  ", ("✗", "red"), f" {len(stubbed)}{more} checks: {NOT_WRITTEN}, in {lesson.file}"),
+                                    console.width, 4):
+                    console.print(line, no_wrap=True, overflow="crop")
+            continue
         mark, colour = MARKS[outcome.status]
+        room = console.width - 6 - width
         row = Text.assemble("  ", (mark, colour), " ", (outcome.check.id[:width].ljust(width), "bold" if not outcome.passed else ""),
-                            "  ", (outcome.check.title, "" if not outcome.passed else "dim"))
-        console.print(row, no_wrap=True, overflow="ellipsis")
-        if not outcome.passed:
-            _details(console, outcome, said)
+                            "  ", (fit(outcome.check.title, room), "" if not outcome.passed else "dim"))
+        console.print(row, no_wrap=True, overflow="crop")
+        if outcome in full:
+            _details(console, outcome)
 
 
-def _details(console, outcome: Outcome, said: dict[str, str]) -> None:
-    from rich.padding import Padding
+def _details(console, outcome: Outcome) -> None:
+    status = {"error": "crashed: ", "timeout": "timed out: "}.get(outcome.status, "")
+    paragraph(console, status + (outcome.message or "(no message)"), 6)
+    paragraph(console, outcome.check.hints[0], 6, label=("hint: ", "yellow"))
+
+
+def paragraph(console, text: str, indent: int, style: str = "", label: tuple[str, str] | None = None) -> None:
+    """`text` wrapped at words to the console's width, each line indented, its own line breaks kept; no padding."""
     from rich.text import Text
 
-    if outcome.status == "error" and outcome.message in said:
-        console.print(Padding(Text(f"the same error as {said[outcome.message]}", style="dim"), (0, 0, 0, 6), expand=False))
-        return
-    said.setdefault(outcome.message, outcome.check.id)
-    status = {"error": "crashed: ", "timeout": "timed out: "}.get(outcome.status, "")
-    console.print(Padding(Text(status + (outcome.message or "(no message)")), (0, 0, 0, 6), expand=False))
-    console.print(Padding(Text.assemble(("hint: ", "yellow"), outcome.check.hints[0]), (0, 0, 0, 6), expand=False))
+    whole = Text(" " * indent)
+    if label:
+        whole.append(label[0], style=label[1])
+    whole.append(text, style=style)
+    for line in wrapped(whole, console.width, indent):
+        console.print(line, no_wrap=True, overflow="crop")
+
+
+def print_wrapped(console, markup: str) -> None:
+    """Rich markup, wrapped at words; a `command` in backticks is never split."""
+    from rich.text import Text
+
+    for line in wrapped(Text.from_markup(markup), console.width):
+        console.print(line, no_wrap=True, overflow="crop")
+
+
+def wrapped(text, width: int, indent: int = 0) -> list:
+    """A rich Text cut into lines of at most `width` columns: between words, a `command` in backticks kept whole
+    (unless longer than a line), its own line breaks kept, continuation lines indented by `indent`."""
+    from rich.text import Text
+
+    lines = []
+    for part in text.split("\n", allow_blank=True):
+        pieces = part.divide(_breaks(part.plain, width, indent))
+        for number, piece in enumerate(pieces):
+            line = piece if number == 0 else Text(" " * indent) + piece
+            line.rstrip()
+            lines.append(line)
+    return lines
+
+
+def _breaks(plain: str, width: int, indent: int) -> list[int]:
+    """Where the lines of `plain` start, after the first."""
+    breaks, start, lead, has_word = [], 0, 0, False
+    for word in re.finditer(r"`[^`]*`\S*|\S+", plain):
+        begin, end = word.span()
+        if has_word and lead + end - start > width:
+            breaks.append(begin)
+            start, lead = begin, indent
+        has_word = True
+        while lead + end - start > width and width - lead > 0:  # a word longer than a line is cut
+            start, lead = start + width - lead, indent
+            breaks.append(start)
+    return breaks
+
+
+def fit(text: str, width: int) -> str:
+    """`text` in `width` columns: whole, or cut after a word, with "…"."""
+    if len(text) <= width:
+        return text
+    cut = text[:max(1, width - 1)]
+    words = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return words.rstrip(" ,;:(") + "…"
+
+
+def heading(text: str, width: int, style: str = "", note: str = ""):
+    """A one-line heading that fits `width`: `text`, then a dim `note`, cut at a word."""
+    from rich.text import Text
+
+    line = fit(text + note, width)
+    return Text.assemble((line[:len(text)], style), (line[len(text):], "dim"))
 
 
 def _show_root_cause(console, result: Grade, cause: str, workspace: Path | None) -> None:
-    from rich.padding import Padding
     from rich.text import Text
 
-    stopped = len(blocked(result))
+    stopped = len(blocked(result)) or sum(not outcome.passed for outcome in result.outcomes)
     how_many = "no check can run" if stopped == len(result.outcomes) else f"{stopped} of {len(result.outcomes)} checks cannot run"
+    gone = missing_file(workspace, cause)
+    if gone:
+        console.print(Text.assemble(("✗ ", "red"), (f"{gone} is missing, so {how_many}.", "bold")))
+        what = "the rover package" if gone == "rover/" else "it"
+        paragraph(console, f"It was in your workspace when the lesson started; {what} comes back from git with "
+                           f"{restore_command(gone).strip('`')}.", 2, style="dim")
+        return
     console.print(Text.assemble(("✗ ", "red"), (f"rover does not import, so {how_many}:", "bold")))
-    console.print(Padding(Text(cause), (0, 0, 0, 2), expand=False))
+    paragraph(console, cause, 2)
     code = source_line(cause, workspace)
     if code:
-        console.print(Padding(Text(code, style="cyan"), (0, 0, 0, 2), expand=False), no_wrap=True, overflow="ellipsis")
-    console.print(Padding(Text(f"They all stop at this one error; fix it and they run again. "
-                               f"{traceback_command(cause)} shows the full traceback.", style="dim"), (0, 0, 0, 2), expand=False))
+        console.print(Text("  " + code, style="cyan"), no_wrap=True, overflow="ellipsis")
+    paragraph(console, f"They all stop at this one error; fix it and they run again. "
+                       f"{traceback_command(cause)} shows the full traceback.", 2, style="dim")
 
 
 def traceback_command(cause: str) -> str:

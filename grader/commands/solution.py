@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import click
 
+from grader.commands.screen import say
 from grader.course import git, kit
+from grader.course.transaction import transaction
 from grader.errors import WorkshopError
 from grader.grading.grade import grade
 from grader.course.workspace import here
@@ -16,13 +18,14 @@ def solution_command(apply_it: bool, force: bool) -> None:
     """Show the reference solution once the lesson passes, or apply it to catch up."""
     workspace = here()
     lesson = kit.lesson(workspace.lesson)
-    target = workspace.path / lesson.file
     if apply_it:
-        git.save(workspace.path, f"Lesson {lesson.number} work, saved before workshop solution --apply")
-        target.write_bytes(lesson.solution.read_bytes())
-        git.save(workspace.path, f"Apply the reference solution of lesson {lesson.number}")
-        click.echo(f"{lesson.file} is now the reference solution of lesson {lesson.number}. "
-                   f"Your version is in git: `git log -p -- {lesson.file}`. Next: `workshop check`, then `workshop next`.")
+        with transaction(workspace.path) as copy:
+            git.save(copy, f"Lesson {lesson.number} work, saved before workshop solution --apply")
+            (copy / lesson.file).parent.mkdir(parents=True, exist_ok=True)
+            (copy / lesson.file).write_bytes(lesson.solution.read_bytes())
+            git.save(copy, f"Apply the reference solution of lesson {lesson.number}")
+        say(f"{lesson.file} is now the reference solution of lesson {lesson.number}. "
+            f"Your version is in git: `git log -p -- {lesson.file}`. Next: `workshop check`, then `workshop next`.")
         return
     if not force and not grade(workspace, only=lesson.number).passed:
         raise WorkshopError(f"the solution opens once lesson-{lesson.number} passes `workshop check`; "

@@ -1,13 +1,14 @@
 """`workshop start lesson-N [DIR]`: render a fresh workspace for a lesson."""
 from __future__ import annotations
 
-import subprocess
+import shutil
 from pathlib import Path
 
 import click
 
 from grader.course import git, kit
 from grader.course.render import render
+from grader.course.workspace import NotAWorkspace, Workspace
 from grader.errors import WorkshopError
 
 
@@ -15,15 +16,30 @@ def start_workspace(lesson: int, target: Path, solved: bool = False) -> Path:
     """Render the template for `lesson` into `target`, add stash, and make the first commit."""
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkshopError(f"{target} already exists and is not empty; pick a new folder, e.g. `workshop start lesson-{lesson} rover-{lesson}b`")
+    _refuse_inside_a_workspace(target, lesson)
     click.echo(f"Making the lesson-{lesson} workspace in {target}/…", err=True)
+    made = not target.exists()
     try:
         render(lesson, target, solved)
         git.run(target, "init", "-q")
         git.save(target, f"Start lesson {lesson}{' (solved)' if solved else ''}")
-    except (OSError, subprocess.CalledProcessError) as failure:
-        detail = failure.stderr.strip() if isinstance(failure, subprocess.CalledProcessError) and failure.stderr else failure
-        raise WorkshopError(f"could not make the workspace in {target}: {detail}") from None
+    except BaseException as failure:  # a half-made workspace is no workspace: Ctrl-C or a failure takes it away again
+        if made:
+            shutil.rmtree(target, ignore_errors=True)
+        if isinstance(failure, OSError):
+            raise WorkshopError(f"could not make the workspace in {target}: {failure.strerror or failure}") from None
+        raise
     return target
+
+
+def _refuse_inside_a_workspace(target: Path, lesson: int) -> None:
+    try:
+        around = Workspace.find(target.absolute().parent)
+    except NotAWorkspace:
+        return
+    outside = around.path.parent
+    raise WorkshopError(f"{target} would be inside the workspace {around.path} (lesson {around.lesson}); make new workspaces "
+                        f"beside it, not in it: `cd {outside} && workshop start lesson-{lesson}`")
 
 
 @click.command("start")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from grader.commands.screen import blocked, next_step, root_cause
+from grader.commands.screen import blocked, missing_file, next_step, root_cause
 from grader.course import kit
 from grader.grading.grade import grade
 from grader.course.workspace import here
@@ -38,6 +38,9 @@ def status_command() -> None:
         table.add_row(f"{marker}{lesson.id}", f"{lesson.title}", state, checks)
     console = Console(highlight=False)
     console.print(table)
-    if stopped:
+    gone = missing_file(workspace.path, root_cause(result))
+    if gone:
+        console.print(f"[red]✗ {escape(gone)} is missing:[/] no check can run without it")
+    elif stopped:
         console.print(f"[red]✗ rover does not import:[/] {escape(root_cause(result) or '')}")
-    console.print(next_step(result))
+    console.print(next_step(result, workspace=workspace.path))

@@ -3,7 +3,10 @@
 Polling twice a second is enough to feel instant, and works on every filesystem (network
 homes and containers included), so there is no file-event dependency. The last result stays
 on screen while the next is graded, with a "grading…" line under it; the current lesson is
-graded first and shown at once, then the earlier lessons, for regressions.
+graded first and shown at once, then the earlier lessons, for regressions. Each run opens with
+a line naming it (its number, the time, the file saved), and ends with the next step, so the
+thing to do is always the last line on screen; a screen taller than the terminal loses rows
+from its middle, never that end.
 """
 from __future__ import annotations
 
@@ -21,13 +24,14 @@ from typing import Callable, Iterator, TypeVar
 
 import click
 
-from grader.commands.screen import root_cause, show
+from grader.commands.screen import missing_file, root_cause, show
 from grader.course.workspace import Workspace, here
 from grader.grading.grade import Grade, checks_up_to, grade
 from grader.grading.runner import run_checks
 
 T = TypeVar("T")
-FOOTER = "Watching rover/ for saves. Ctrl-C to stop."
+FOOTER = "Watching rover/ for saves; Ctrl-C stops."
+WAITING = "rover/ is gone: watching for it to come back; Ctrl-C stops."
 
 
 def snapshot(folder: Path) -> dict[str, float]:
@@ -47,12 +51,40 @@ def watch(workspace: Workspace, interval: float = 0.5, rounds: int | None = None
         if current == seen:
             time.sleep(interval)
             continue
+        saved = changed(seen, current, workspace.path)
         seen = current
+        graded += 1
+        opening = f"── run {graded} · {time.strftime('%H:%M:%S')}{f' · {saved} saved' if saved else ''} "
         for result, pending in stages(workspace, console):
             _clear(console)
-            show(result, pending=pending, workspace=workspace.path, console=console)
-        console.print(f"\n[dim]{FOOTER}[/]")
-        graded += 1
+            console.print(f"[dim]{opening.ljust(min(console.width, 80), '─')}[/]")
+            footer = WAITING if missing_file(workspace.path) == "rover/" else FOOTER
+            draw(console, result, pending, workspace.path, f"[dim]Run {graded}, graded at {time.strftime('%H:%M:%S')}. {footer}[/]")
+
+
+def changed(before: dict[str, float] | None, after: dict[str, float], workspace: Path) -> str:
+    """The file whose save started this run, relative to the workspace, or "" (the first run, or several)."""
+    if before is None:
+        return ""
+    names = [name for name in set(before) | set(after) if before.get(name) != after.get(name)]
+    return Path(names[0]).relative_to(workspace).as_posix() if len(names) == 1 else ""
+
+
+def draw(console, result: Grade, pending: bool, workspace: Path, footer: str) -> None:
+    """The screen, cut to the terminal's height from its middle: the next step stays the last line."""
+    if not console.is_terminal:
+        show(result, pending=pending, workspace=workspace, console=console, footer=footer)
+        return
+    with console.capture() as captured:
+        show(result, pending=pending, workspace=workspace, console=console, footer=footer)
+    lines = captured.get().rstrip("\n").split("\n")
+    room = console.height - 2  # the run's opening line, and the cursor's
+    if len(lines) > room:
+        tail = len(lines) - max((index for index, line in enumerate(lines) if not line.strip()), default=len(lines) - 2)
+        cut = len(lines) - room + 1
+        lines = lines[:room - tail - 1] + [f"\x1b[2m  … {cut} more lines: `workshop check` shows them all\x1b[0m"] + lines[-tail:]
+    console.file.write("\n".join(lines) + "\n")
+    console.file.flush()
 
 
 def stages(workspace: Workspace, console) -> Iterator[tuple[Grade, bool]]:
@@ -136,6 +168,6 @@ def watch_command(interval: float) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
         click.echo("\nStopped watching.")
         sys.stdout.flush()
-        os._exit(0)  # at once: a grade still running in the background has nothing left to say
+        os._exit(130)  # at once (a grade still running in the background has nothing left to say), as every Ctrl-C does
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

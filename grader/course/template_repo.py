@@ -1,10 +1,14 @@
-"""The git repository copier renders workspaces from.
+"""The git repository copier renders workspaces from, the same on every machine.
 
 `copier update` (behind `workshop next`) needs the template as a git repository in which the
 commit a workspace was made from still exists. A pip-installed kit is a plain folder, and a
 clone may have uncommitted edits, so the kit keeps its own small repository in the user's
-cache: each `start` or `next` syncs the kit's template files into it and commits when they
-changed. Old commits stay, so every workspace can be updated from the version it was made with.
+cache: each `start` or `next` syncs the kit's template files into it and commits them.
+
+Each version of the kit's files is a commit of its own, with no parent and a fixed author,
+committer and date, so the same files give the same commit id in every cache on every laptop:
+a workspace made anywhere names a commit this cache can make too. Every version keeps a branch
+(`kit-<id>`), so workspaces made from an earlier kit can still be moved on.
 """
 from __future__ import annotations
 
@@ -17,8 +21,11 @@ from pathlib import Path
 from grader.course import kit
 
 PARTS = ("copier.yml", "rover/template", "lessons", "solutions")  # everything a render reads
-IDENTITY = ["-c", "user.name=workshop", "-c", "user.email=workshop@localhost", "-c", "commit.gpgsign=false"]
+SETTINGS = ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.fileMode=false", "-c", "core.safecrlf=false"]
+FIXED = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+         for what, value in (("NAME", "workshop"), ("EMAIL", "workshop@localhost"), ("DATE", "2000-01-01T00:00:00+0000"))}
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+LEGACY = "kit-before-fixed-ids"  # the history an older kit built, kept so its workspaces still move on
 
 
 def location() -> Path:
@@ -42,10 +49,25 @@ def template_source() -> Path:
         return _sync(repo)
 
 
+def versions(repo: Path) -> list[str]:
+    """The commit of every kit version this cache has seen, the current one first."""
+    current = _git(repo, "rev-parse", "HEAD")
+    branches = _git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(objectname)", "refs/heads/kit-*").split()
+    return [current] + [commit for commit in dict.fromkeys(branches) if commit != current]
+
+
+def has_commit(repo: Path, ref: str) -> bool:
+    """Whether `ref` (a workspace's `_commit`) names a commit of this repository."""
+    return bool(ref) and not ref.startswith("-") and subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", f"{ref}^{{commit}}"], cwd=repo, capture_output=True).returncode == 0
+
+
 def _sync(repo: Path) -> Path:
     if not (repo / ".git").is_dir():
         repo.mkdir(parents=True, exist_ok=True)
         _git(repo, "init", "-q")
+    elif _git(repo, "rev-parse", "-q", "--verify", "HEAD", check=False) and not _git(repo, "branch", "--list", "kit-*"):
+        _git(repo, "branch", "-f", LEGACY, "HEAD")  # an older kit's history: keep it reachable
     for entry in repo.iterdir():
         if entry.name != ".git":
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
@@ -55,12 +77,17 @@ def _sync(repo: Path) -> Path:
             shutil.copytree(source, target, ignore=SKIP)
         else:
             shutil.copy2(source, target)
+    (repo / ".git" / "index").unlink(missing_ok=True)  # a fresh index: every file's mode is 100644, whatever the disk says
     _git(repo, "add", "-A")
-    if _git(repo, "status", "--porcelain"):
-        _git(repo, "commit", "-q", "-m", "Kit template, as installed")
+    tree = _git(repo, "write-tree")
+    commit = _git(repo, "commit-tree", tree, "-m", f"Kit template {tree[:12]}")
+    if _git(repo, "rev-parse", "-q", "--verify", "HEAD", check=False) != commit:
+        _git(repo, "branch", "-f", f"kit-{commit[:12]}", commit)
+        _git(repo, "update-ref", "HEAD", commit)
     return repo
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=True)
+def _git(repo: Path, *args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", *SETTINGS, *args], cwd=repo, capture_output=True, text=True, check=check,
+                          env={**os.environ, **FIXED})
     return done.stdout.strip()

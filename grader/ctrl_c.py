@@ -1,0 +1,49 @@
+"""Ctrl-C, the same everywhere in the kit: one short line, exit status 130, never a traceback.
+
+Stdlib only, and the first thing `grader.cli` imports: from the moment this module is loaded
+until `loaded()`, a Ctrl-C exits at once, quietly (the imports of click, rich and the commands take
+most of a command's first second). After that it is a KeyboardInterrupt again, so every `finally`
+runs, and `exits_quietly` around each command turns it into the same exit.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from typing import Iterator, NoReturn
+
+INTERRUPTED = 130
+
+
+def _while_loading(signum, frame) -> None:
+    stop()
+
+
+_MAIN = threading.current_thread() is threading.main_thread()
+_BEFORE = signal.signal(signal.SIGINT, _while_loading) if _MAIN else None
+
+
+def loaded() -> None:
+    """The kit's imports are done: Ctrl-C goes back to what it was (a KeyboardInterrupt)."""
+    if _MAIN:
+        signal.signal(signal.SIGINT, _BEFORE if _BEFORE is not None else signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def exits_quietly() -> Iterator[None]:
+    """Turn a KeyboardInterrupt inside into `stop()`."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        stop()
+
+
+def stop(message: str = "interrupted") -> NoReturn:
+    """Leave with status 130; a second Ctrl-C on the way out changes nothing."""
+    with contextlib.suppress(ValueError):  # ValueError: not the main thread, which has no say over signals
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"\nworkshop: {message}\n")
+        sys.stderr.flush()
+    raise SystemExit(INTERRUPTED)
