@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from grader.classroom.serving import bind, in_thread
 
 INSTRUCTOR_KEY = "sk-ant-instructor-only"
 USAGE = {"input_tokens": 120, "output_tokens": 30}
+MODEL = {"type": "model", "id": "claude-sonnet-5-5", "display_name": "Claude Sonnet 5.5", "created_at": "2026-01-01T00:00:00Z"}
 
 
 class FakeUpstream:
@@ -31,6 +33,22 @@ class FakeUpstream:
         self.crowd = asyncio.Event()
         self.app = FastAPI()
         self.app.post("/v1/messages")(self.messages)
+        self.app.post("/v1/messages/count_tokens")(self.count_tokens)
+        self.app.get("/v1/models")(self.models)
+        self.app.get("/v1/models/{model_id}")(self.model)
+
+    async def count_tokens(self, request: Request):
+        self.seen.append({"path": request.url.path, "key": _key(request), "body": await request.json()})
+        return {"input_tokens": 42}
+
+    async def models(self, request: Request):
+        self.seen.append({"path": request.url.path, "key": _key(request), "query": dict(request.query_params)})
+        return {"data": [MODEL], "has_more": False, "first_id": MODEL["id"], "last_id": MODEL["id"]}
+
+    async def model(self, model_id: str):
+        if model_id != MODEL["id"]:
+            return JSONResponse({"type": "error", "error": {"type": "not_found_error", "message": f"model: {model_id}"}}, 404)
+        return MODEL
 
     async def messages(self, request: Request):
         body = await request.json()
@@ -49,26 +67,45 @@ class FakeUpstream:
                 self.crowd.set()
             await asyncio.wait_for(self.crowd.wait(), 10)
             self.in_flight -= 1
+        if model == "worst-case":  # spends every token it may: the budget's hardest test
+            await asyncio.sleep(0.2)
+            usage = {"input_tokens": 10, "output_tokens": body["max_tokens"]}
+            if body.get("stream"):
+                return StreamingResponse(_events(usage_in_delta=usage), media_type="text/event-stream")
+            return {"id": "msg_w", "type": "message", "role": "assistant", "model": model, "stop_reason": "max_tokens",
+                    "stop_sequence": None, "content": [{"type": "text", "text": "..."}], "usage": usage}
         if body.get("stream"):
-            return StreamingResponse(_events(), media_type="text/event-stream")
+            shape = {"cut": {"cut": True}, "litellm": {"usage_in_delta": {"input_tokens": 1200, "output_tokens": 40}, "input_at_start": 0},
+                     "slow": {"pause": 0.5}}.get(model, {})
+            return StreamingResponse(_events(**shape), media_type="text/event-stream")
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "stop_reason": "end_turn",
                 "stop_sequence": None, "content": [{"type": "text", "text": "hello from upstream"}], "usage": USAGE}
 
 
-async def _events():
+def _key(request: Request) -> str | None:
+    return request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ") or None
+
+
+async def _events(cut: bool = False, usage_in_delta: dict | None = None, input_at_start: int = 200, pause: float = 0.01):
+    """A streamed answer; `cut`: the connection ends after the text, before message_delta (usage) and message_stop;
+    `usage_in_delta`: the usage message_delta carries (a LiteLLM proxy reports the input tokens only there)."""
     events = [
         ("message_start", {"type": "message_start", "message": {"id": "msg_2", "type": "message", "role": "assistant", "model": "m", "content": [],
-                                                                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 200, "output_tokens": 1}}}),
+                                                                "stop_reason": None, "stop_sequence": None,
+                                                                "usage": {"input_tokens": input_at_start, "output_tokens": 1}}}),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "streamed "}}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 40}}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": usage_in_delta or {"output_tokens": 40}}),
         ("message_stop", {"type": "message_stop"}),
     ]
-    for name, data in events:
+    for name, data in events[:5] if cut else events:
         yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(pause)
+    if cut:
+        raise ConnectionResetError("cut")  # uvicorn drops the connection mid-stream
 
 
 @pytest.fixture
@@ -215,3 +252,113 @@ def test_an_oversized_request_is_refused_before_it_is_read(store):
         broken = client.post("/v1/messages", content=b"[1, 2]", headers={"x-api-key": token})
     assert answer.status_code == 413 and answer.json()["error"]["type"] == "request_too_large"
     assert broken.status_code == 400 and "not a JSON object" in broken.json()["error"]["message"]
+
+
+def held_and_used(store) -> tuple[int, int]:
+    ada = store.students()[0]
+    return ada.reserved, ada.tokens
+
+
+def test_twenty_concurrent_requests_cannot_overdraw_a_budget(store, upstream):
+    """The issue's case: 20 requests at once at zero usage, each may spend max_tokens; the budget holds."""
+    _, token = store.join("Ada")
+    budget, max_tokens = 500_000, 100_000
+
+    async def everyone(url: str, stream: bool) -> list[httpx.Response]:
+        body = {"model": "worst-case", "max_tokens": max_tokens, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            return await asyncio.gather(*(http.post("/v1/messages", json=body, headers={"x-api-key": token}) for _ in range(20)))
+
+    with relayed(store, upstream.url, budget=budget) as url:
+        answers = asyncio.run(everyone(url, stream=False)) + asyncio.run(everyone(url, stream=True))
+    statuses = [answer.status_code for answer in answers]
+    assert statuses.count(200) == 4 and statuses.count(429) == 36  # 4 x (100,000 + its input estimate) fit in 500,000
+    assert len([seen for seen in upstream.seen if seen["body"].get("model") == "worst-case"]) == 4  # refused ones never left
+    reserved, used = held_and_used(store)
+    assert reserved == 0 and used <= budget + max_tokens, used
+    refusal = next(answer for answer in answers if answer.status_code == 429).json()
+    assert refusal["type"] == "error" and refusal["error"]["type"] == "rate_limit_error"
+    assert "could use up to" in refusal["error"]["message"] and "lower max_tokens" in refusal["error"]["message"]
+
+
+def test_a_stream_cut_before_its_usage_is_charged_its_reservation(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        with httpx.stream("POST", f"{url}/v1/messages", headers={"x-api-key": token}, timeout=10,
+                          json={"model": "cut", "max_tokens": 300, "stream": True, "messages": [{"role": "user", "content": "hi"}]}) as answer:
+            text = answer.read().decode()
+    assert '"text": "hello"' in text and "event: error" in text and "ended the stream early" in text  # the client is told
+    reserved, used = held_and_used(store)
+    assert reserved == 0 and used >= 300 + 200  # max_tokens and the input seen: never 0, never less than was seen
+
+
+def test_input_tokens_reported_only_in_message_delta_count(store, upstream):
+    """A LiteLLM proxy reports input tokens in message_delta (0 in message_start): they count all the same."""
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        with sdk(url, token).messages.stream(model="litellm", max_tokens=64, messages=[{"role": "user", "content": "hi"}]) as stream:
+            stream.until_done()
+    ada = store.students()[0]
+    assert (ada.tokens_in, ada.tokens_out, ada.reserved) == (1200, 40, 0)
+
+
+def test_a_client_leaving_mid_stream_is_settled_and_logs_no_traceback(store, upstream, capfd):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url) as url:
+        with httpx.stream("POST", f"{url}/v1/messages", headers={"x-api-key": token}, timeout=10,
+                          json={"model": "slow", "max_tokens": 500, "stream": True, "messages": [{"role": "user", "content": "hi"}]}) as answer:
+            next(answer.iter_bytes())  # the first event, then the student presses Ctrl-C
+        deadline = time.monotonic() + 10
+        while held_and_used(store)[0] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # a body that never finishes arriving: the client gives up halfway
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as half:
+            half.sendall(f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {token}\r\nContent-Length: 1000\r\n\r\n{{\"model\": ".encode())
+            time.sleep(0.3)
+        time.sleep(0.3)
+    reserved, used = held_and_used(store)
+    assert reserved == 0 and used >= 500 + 200  # charged as cut: its reservation
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_head_and_get_slash_answer_and_unknown_paths_use_the_api_error_shape(store, upstream):
+    with relayed(store, upstream.url) as url:
+        head, get = httpx.head(f"{url}/"), httpx.get(f"{url}/")
+        missing = httpx.post(f"{url}/v1/complete", json={})
+        wrong_method = httpx.get(f"{url}/v1/messages")
+    assert head.status_code == 200 and get.status_code == 200 and "class board" in get.text and "with an API relay" in get.text
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error"
+    assert wrong_method.status_code == 405 and wrong_method.json()["type"] == "error"
+
+
+def test_count_tokens_and_the_models_list_are_forwarded_free(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url, budget=10) as url:  # a budget too small for any message: these cost none of it
+        client = sdk(url, token)
+        counted = client.messages.count_tokens(model="claude-sonnet-5-5", messages=[{"role": "user", "content": "hi"}])
+        listed = [model.id for model in client.models.list(limit=5)]
+        one = client.models.retrieve("claude-sonnet-5-5")
+        with pytest.raises(anthropic.NotFoundError):
+            client.models.retrieve("no-such-model")
+        with pytest.raises(anthropic.AuthenticationError):
+            sdk(url, "class-wrong").models.list()
+    assert counted.input_tokens == 42 and listed == ["claude-sonnet-5-5"] and one.display_name == "Claude Sonnet 5.5"
+    assert {seen["key"] for seen in upstream.seen} == {INSTRUCTOR_KEY}, upstream.seen
+    assert upstream.seen[1]["query"] == {"limit": "5"}
+    assert store.students()[0].tokens == 0 and store.students()[0].requests == 0
+
+
+def test_a_seat_waiting_for_approval_cannot_use_the_relay(store, upstream):
+    _, token = store.join("Ada", pending=True)
+    with relayed(store, upstream.url) as url:
+        with pytest.raises(anthropic.PermissionDeniedError) as raised:
+            ask(sdk(url, token))
+    assert "waiting for the instructor's approval" in raised.value.message and upstream.seen == []
+
+
+def test_a_restart_gives_back_what_requests_in_flight_held(store, upstream):
+    ada, _ = store.join("Ada")
+    assert store.reserve(ada, 9_000, 10_000) and not store.reserve(ada, 2_000, 10_000)
+    Relay(store, INSTRUCTOR_KEY, 10_000, upstream.url)  # the relay starting again: nothing can be in flight
+    assert store.reserve(ada, 10_000, 10_000)
