@@ -98,8 +98,8 @@ def _make_room(newcomer: H11Protocol, connections: set) -> None:
     victim.transport.close()
 
 
-def config(app, max_connections: int, log_level: str = "warning", **extra) -> uvicorn.Config:
-    return uvicorn.Config(app, http=guarded(max_connections), log_level=log_level, timeout_keep_alive=KEEP_ALIVE,
+def config(app, max_connections: int, log_level: str = "warning", header_timeout: float = HEADER_TIMEOUT, **extra) -> uvicorn.Config:
+    return uvicorn.Config(app, http=guarded(max_connections, header_timeout), log_level=log_level, timeout_keep_alive=KEEP_ALIVE,
                           ws="none", **extra)
 
 
@@ -129,10 +129,10 @@ def serve(app, sock: socket.socket, max_connections: int, log_level: str = "warn
 
 
 @contextmanager
-def in_thread(app, host: str = "127.0.0.1", max_connections: int = 1000) -> Iterator[str]:
+def in_thread(app, host: str = "127.0.0.1", max_connections: int = 1000, header_timeout: float = HEADER_TIMEOUT) -> Iterator[str]:
     """Serve `app` on a free loopback port in a thread; yields its base URL and stops it on exit."""
     sock = bind(host, 0)
-    server = uvicorn.Server(config(app, max_connections, lifespan="on"))
+    server = uvicorn.Server(config(app, max_connections, header_timeout=header_timeout, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
