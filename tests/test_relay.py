@@ -138,7 +138,7 @@ def test_a_student_token_gets_an_answer_and_the_key_stays_with_the_instructor(st
     assert upstream.seen[0]["body"]["messages"] == [{"role": "user", "content": "hi"}]
     assert token not in json.dumps(upstream.seen[0]["headers"])  # the class token stops at the relay
     assert (store.students()[0].tokens_in, store.students()[0].tokens_out, store.students()[0].requests) == (120, 30, 1)
-    assert "<th>tokens used</th>" in board and "150 / 10,000" in board
+    assert "<th>tokens (of 10k)</th>" in board and '<span title="150 of 10,000">150 · 1%</span>' in board
 
 
 def test_a_stream_passes_through_and_its_usage_counts(store, upstream):

@@ -82,7 +82,7 @@ def _table(students: list[Student], now: float, budget: int | None) -> str:
     if not students:
         return '<p class="quiet">No one has joined yet.</p>'
     head = "<th>student</th><th>lesson</th><th>checks passed</th><th>last check</th><th>stuck for</th><th>failing</th>"
-    head += "<th>tokens used</th>" if budget is not None else ""
+    head += f"<th>tokens (of {_short(budget)})</th>" if budget is not None else ""
     rows = []
     for student in ordered(students, now):
         stuck = student.stuck_for(now)
@@ -91,12 +91,29 @@ def _table(students: list[Student], now: float, budget: int | None) -> str:
                  f"{student.passed}/{student.total}" if student.lesson is not None else "–",
                  _ago(now - student.last_at) + " ago" if student.last_at else "never",
                  "✓ all pass" if state == "done" else _ago(stuck) if stuck is not None else "–",
-                 " ".join(f"<code>{escape(check)}</code>" for check in student.failing[:3]) + (" …" if len(student.failing) > 3 else "")]
+                 _first_failing(student.failing)]
         if budget is not None:
-            cells.append(f"{student.tokens:,} / {budget:,}")
+            cells.append(f'<span title="{student.tokens:,} of {budget:,}">{_short(student.tokens)} · {100 * student.tokens // budget}%</span>')
         rows.append(f'<tr class="{state}">' + "".join(f'<td class="{CELL_CLASSES.get(index, "")}">{cell}</td>' if index in CELL_CLASSES
                                                       else f"<td>{cell}</td>" for index, cell in enumerate(cells)) + "</tr>")
     return f'<table class="students"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _first_failing(failing: tuple[str, ...]) -> str:
+    """The first failing check and how many more: one line per student, whatever the width."""
+    if not failing:
+        return ""
+    more = f' <span class="more">+{len(failing) - 1}</span>' if len(failing) > 1 else ""
+    return f'<code title="{escape(" ".join(failing))}">{escape(failing[0])}</code>{more}'
+
+
+def _short(tokens: int) -> str:
+    """12,345 as 12k, 1,250,000 as 1.2M: a figure that reads at a glance from the back of the room."""
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 1_000_000:
+        return f"{tokens // 1000}k"
+    return f"{tokens / 1_000_000:.1f}M"
 
 
 def _ago(seconds: float) -> str:
