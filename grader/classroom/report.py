@@ -53,7 +53,10 @@ def workspace_id(workspace: Path) -> str:
     if len(known) == 32 and all(char in "0123456789abcdef" for char in known):
         return known
     made = os.urandom(16).hex()
-    path.write_text(made + "\n", encoding="ascii")
+    try:
+        path.write_text(made + "\n", encoding="ascii")
+    except OSError:  # a read-only .git: this join still works, a later one from here just gets a seat of its own
+        pass
     return made
 
 
