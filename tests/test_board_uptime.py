@@ -143,3 +143,14 @@ def test_an_injected_disk_full_mid_transaction_leaves_nothing_half_done(store):
     finally:
         store._db = real
     assert store.report_count() == 0 and store.students()[0].lesson is None
+
+
+def test_a_body_that_trickles_in_is_refused_in_the_api_shape(store, monkeypatch):
+    monkeypatch.setattr("grader.classroom.payloads.BODY_TIMEOUT", 0.5)
+    with in_thread(create_app(store)) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as slow:
+            slow.sendall(f"POST /api/join HTTP/1.1\r\nHost: b\r\nX-Class-Code: {store.code}\r\nContent-Length: 100\r\n\r\n{{".encode())
+            answer = slow.recv(4096).decode()
+    assert answer.startswith("HTTP/1.1 408") and '"type":"timeout_error"' in answer and "did not arrive within 0.5 s" in answer
+    assert store.students() == []

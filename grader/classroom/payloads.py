@@ -61,13 +61,14 @@ class TooSlow(ValueError):
     pass
 
 
-async def read_body(request, limit: int, seconds: float = BODY_TIMEOUT) -> bytes:
+async def read_body(request, limit: int, seconds: float | None = None) -> bytes:
     """The request body, refused (TooLarge) as soon as it passes `limit` bytes, declared or not, and (TooSlow) when
     it has not all arrived within `seconds`: a client that trickles its body does not hold a connection for long."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"the body is {int(declared):,} bytes; at most {limit:,} are accepted")
     body = bytearray()
+    seconds = BODY_TIMEOUT if seconds is None else seconds
     with anyio.move_on_after(seconds) as timer:
         async for chunk in request.stream():
             body += chunk
