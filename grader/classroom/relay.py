@@ -46,8 +46,9 @@ class Relay:
         max_tokens = parsed.get("max_tokens") if isinstance(parsed.get("max_tokens"), int) and parsed["max_tokens"] > 0 else DEFAULT_MAX_TOKENS
         need = cost + max_tokens
         if not self.store.reserve(student, need, self.budget):
+            student = self.store.seat(student.name) or student  # the figures as they are now
             left = max(0, self.budget - student.tokens - student.reserved)
-            spent = f"your class budget of {self.budget:,} tokens is spent ({student.tokens:,} used)" if left <= 0 else (
+            spent = f"your class budget of {self.budget:,} tokens is spent ({student.tokens:,} used)" if student.tokens >= self.budget else (
                 f"this request could use up to {need:,} tokens (about {cost:,} in, max_tokens {max_tokens:,}) and your class budget "
                 f"of {self.budget:,} has {left:,} left" + (f" ({student.reserved:,} held by requests in flight)" if student.reserved else ""))
             raise Refused(429, spent + "; lower max_tokens, or ask the instructor to raise it (workshop class serve --budget N)")
