@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import random
 import signal
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 
 import httpx
+import uvicorn
 from fastapi import FastAPI, Request  # the fake upstream's (its routes' annotations are looked up here)
 from fastapi.responses import StreamingResponse
 
@@ -99,6 +101,15 @@ class Connection:
         self.reader = self.writer = None
 
     async def request(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, bytes]:
+        """One request; sent again once on a new connection when the board had closed this one as idle (as any client does)."""
+        try:
+            return await self._exchange(method, path, headers, body)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.close()
+            self.reader = self.writer = None
+            return await self._exchange(method, path, headers, body)
+
+    async def _exchange(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\n"
@@ -159,6 +170,28 @@ async def load(base: str, code: str, token: str, args) -> dict:
             board_reads.append(time.perf_counter() - started)
             await asyncio.sleep(interval)
 
+    relay_students = [student_token for _, student_token in list(tokens.values())[: max(1, args.streams // PER_STUDENT)]]
+    streams = multiprocessing.get_context("fork").Queue()
+    streaming = multiprocessing.get_context("fork").Process(target=stream_side, args=(base, relay_students, args.streams, duration, streams))
+    streaming.start()  # its own process: the streams' client work does not slow the posters' clock
+    try:
+        await asyncio.wait_for(asyncio.gather(instructor(), *(student(name) for name in tokens)), duration + 60)
+    except asyncio.TimeoutError:
+        print(f"  (the load did not finish within {duration + 60:g} s: stopped; figures below are what was done)")
+    finally:
+        for connection in connections:
+            connection.close()
+    streamed = streams.get(timeout=120)
+    streaming.join(30)
+    return {"latencies": latencies, "sent": sent, "statuses": statuses, "board_reads": board_reads, "streamed": streamed,
+            "relay_students": len(relay_students)}
+
+
+def stream_side(base: str, relay_students: list[str], count: int, duration: float, results) -> None:
+    """STREAMS streaming relay requests at once, each student's five side by side, until DURATION is over."""
+    streamed: dict[object, int] = {}
+    stopping = time.monotonic() + duration
+
     async def streamer(http: httpx.AsyncClient, student_token: str) -> None:
         body = {"model": "m", "max_tokens": MAX_TOKENS, "stream": True, "messages": [{"role": "user", "content": "go on"}]}
         while time.monotonic() < stopping:
@@ -172,26 +205,29 @@ async def load(base: str, code: str, token: str, args) -> dict:
             if answer.status_code != 200:
                 await asyncio.sleep(1)  # refused: the budget is spent (or held), as a client would back off
 
-    relay_students = [student_token for _, student_token in list(tokens.values())[: max(1, args.streams // PER_STUDENT)]]
-    async with httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=args.streams + 10)) as http:
-        streams = [streamer(http, relay_students[index % len(relay_students)]) for index in range(args.streams)]
-        try:
-            await asyncio.wait_for(asyncio.gather(instructor(), *(student(name) for name in tokens), *streams), duration + 60)
-        except asyncio.TimeoutError:
-            print(f"  (the load did not finish within {duration + 60:g} s: stopped; figures below are what was done)")
-        finally:
-            for connection in connections:
-                connection.close()
-    return {"latencies": latencies, "sent": sent, "statuses": statuses, "board_reads": board_reads, "streamed": streamed,
-            "relay_students": len(relay_students)}
+    async def everyone() -> None:
+        async with httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=count + 10)) as http:
+            await asyncio.gather(*(streamer(http, relay_students[index % len(relay_students)]) for index in range(count)))
+
+    asyncio.run(everyone())
+    results.put(streamed)
+
+
+def upstream_side(sock) -> None:
+    from grader.classroom.serving import config
+
+    uvicorn.Server(config(fake_upstream(), 1000)).run(sockets=[sock])
 
 
 def bench_load(args, scratch: Path) -> None:
-    from grader.classroom.serving import in_thread
+    from grader.classroom.serving import bind
 
     db = scratch / "class.sqlite"
-    with in_thread(fake_upstream()) as upstream:
-        server, base, code, token = start_board(db, "--relay", "--upstream", upstream, "--budget", str(BUDGET))
+    listening = bind("127.0.0.1", 0)
+    upstream = multiprocessing.get_context("fork").Process(target=upstream_side, args=(listening,), daemon=True)
+    upstream.start()  # the fake upstream in a process of its own too
+    try:
+        server, base, code, token = start_board(db, "--relay", "--upstream", f"http://127.0.0.1:{listening.getsockname()[1]}", "--budget", str(BUDGET))
         try:
             cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
             result = asyncio.run(load(base, code, token, args))
@@ -200,6 +236,10 @@ def bench_load(args, scratch: Path) -> None:
         finally:
             server.send_signal(signal.SIGINT)
             out, _ = server.communicate(timeout=30)
+    finally:
+        upstream.terminate()
+        upstream.join(10)
+        listening.close()
     with sqlite3.connect(db) as stored_db:
         stored = stored_db.execute("SELECT s.name, r.report_id FROM reports r JOIN students s ON s.id = r.student_id").fetchall()
         usage = stored_db.execute("SELECT tokens_in + tokens_out, requests FROM students WHERE requests > 0").fetchall()
