@@ -22,6 +22,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 HEADER_TIMEOUT = 10.0  # seconds from a connection (or the end of its last answer) to a request's complete headers
 KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open
 FILES_KEPT_FREE = 64  # open files left for the database, logs and the relay's own (counted separately)
+BACKLOG = 256  # connections accepted in one go before the cap sees them: kept free twice over
 
 
 def raise_open_file_limit(wanted: int = 65536) -> int:
@@ -44,7 +45,8 @@ def raise_open_file_limit(wanted: int = 65536) -> int:
 
 def connection_cap(open_files: int, relay_connections: int = 0) -> int:
     """How many client connections fit below the open-file limit, with room left for everything else."""
-    return max(16, min(4096, open_files - FILES_KEPT_FREE - relay_connections))
+    burst = 2 * min(BACKLOG, open_files // 8)  # on a tiny limit, a tiny burst: asyncio pauses accepting when it overruns
+    return max(16, min(4096, open_files - FILES_KEPT_FREE - burst - relay_connections))
 
 
 def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT) -> type[H11Protocol]:
@@ -99,13 +101,15 @@ def _make_room(newcomer: H11Protocol, connections: set) -> None:
 
 
 def config(app, max_connections: int, log_level: str = "warning", header_timeout: float = HEADER_TIMEOUT, **extra) -> uvicorn.Config:
-    return uvicorn.Config(app, http=guarded(max_connections, header_timeout), log_level=log_level, timeout_keep_alive=KEEP_ALIVE,
+    return uvicorn.Config(app, http=guarded(max_connections, header_timeout), log_level=log_level, timeout_keep_alive=KEEP_ALIVE, backlog=BACKLOG,
                           ws="none", **extra)
 
 
 def _no_accept_noise(record: logging.LogRecord) -> bool:
-    """asyncio's traceback for an accept that hit the open-file limit: it retries by itself, and the cap makes room."""
-    return "socket.accept() out of system resource" not in record.getMessage()
+    """asyncio's traceback for an accept that hit the open-file limit (and for its retry, if the server stopped
+    meanwhile): it retries by itself, and the cap makes room."""
+    message = record.getMessage()
+    return "socket.accept() out of system resource" not in message and "BaseSelectorEventLoop._start_serving" not in message
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -115,7 +119,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-        sock.listen(2048)
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise
