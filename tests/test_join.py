@@ -168,3 +168,29 @@ def test_the_summary_of_every_check_of_every_lesson_is_a_report_the_board_accept
     assert accepted.seconds == 1.25 and accepted.lesson == last and not accepted.passed
     assert set(sent) == {"id", "lesson", "passed", "score", "max_score", "seconds", "checks"}  # no messages, no hints, no code
     assert len(json.dumps(sent)) < 64 * 1024
+
+
+def test_rejoining_from_a_workspace_under_a_new_name_replaces_its_seat(joined_workspace, board, store):
+    assert join(board, store.code, "Ada").exit_code == 0
+    first = json.loads(class_file(joined_workspace).read_text())["token"]
+    renamed = join(board, store.code, "Ada Lovelace")
+    assert renamed.exit_code == 0 and "as Ada Lovelace" in renamed.output
+    assert [seat.name for seat in store.students()] == ["Ada Lovelace"]  # no stale "Ada" row
+    assert store.student_by_token(first).name == "Ada Lovelace"  # the token in use elsewhere (an exported key) still works
+    assert CliRunner().invoke(main, ["leave"]).exit_code == 0  # leaving forgets the token, not the workspace's seat
+    back = join(board, store.code, "Ada L.")
+    assert back.exit_code == 0 and [seat.name for seat in store.students()] == ["Ada L."]
+    latest = json.loads(class_file(joined_workspace).read_text())["token"]
+    assert store.student_by_token(latest).name == "Ada L." and store.student_by_token(first) is None  # the old token is void
+    workspace_id = (joined_workspace / ".git" / "workshop-workspace-id").read_text().strip()
+    assert len(workspace_id) == 32 and subprocess.run(["git", "status", "--porcelain"], cwd=joined_workspace,
+                                                      capture_output=True, text=True).stdout == ""
+
+
+def test_a_join_waiting_for_approval_says_so(joined_workspace, store):
+    from grader.classroom.seats import Seats
+
+    with in_thread(create_app(store, seats=Seats(store, approve=True))) as url:
+        done = join(url, store.code, "Bob")
+    assert done.exit_code == 0 and "the instructor approves it on the board" in done.output
+    assert store.students()[0].pending

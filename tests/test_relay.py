@@ -20,6 +20,7 @@ from grader.classroom.serving import bind, in_thread
 
 INSTRUCTOR_KEY = "sk-ant-instructor-only"
 USAGE = {"input_tokens": 120, "output_tokens": 30}
+MODEL = {"type": "model", "id": "claude-sonnet-5-5", "display_name": "Claude Sonnet 5.5", "created_at": "2026-01-01T00:00:00Z"}
 
 
 class FakeUpstream:
@@ -31,6 +32,22 @@ class FakeUpstream:
         self.crowd = asyncio.Event()
         self.app = FastAPI()
         self.app.post("/v1/messages")(self.messages)
+        self.app.post("/v1/messages/count_tokens")(self.count_tokens)
+        self.app.get("/v1/models")(self.models)
+        self.app.get("/v1/models/{model_id}")(self.model)
+
+    async def count_tokens(self, request: Request):
+        self.seen.append({"path": request.url.path, "key": _key(request), "body": await request.json()})
+        return {"input_tokens": 42}
+
+    async def models(self, request: Request):
+        self.seen.append({"path": request.url.path, "key": _key(request), "query": dict(request.query_params)})
+        return {"data": [MODEL], "has_more": False, "first_id": MODEL["id"], "last_id": MODEL["id"]}
+
+    async def model(self, model_id: str):
+        if model_id != MODEL["id"]:
+            return JSONResponse({"type": "error", "error": {"type": "not_found_error", "message": f"model: {model_id}"}}, 404)
+        return MODEL
 
     async def messages(self, request: Request):
         body = await request.json()
@@ -49,26 +66,45 @@ class FakeUpstream:
                 self.crowd.set()
             await asyncio.wait_for(self.crowd.wait(), 10)
             self.in_flight -= 1
+        if model == "worst-case":  # spends every token it may: the budget's hardest test
+            await asyncio.sleep(0.2)
+            usage = {"input_tokens": 10, "output_tokens": body["max_tokens"]}
+            if body.get("stream"):
+                return StreamingResponse(_events(usage_in_delta=usage), media_type="text/event-stream")
+            return {"id": "msg_w", "type": "message", "role": "assistant", "model": model, "stop_reason": "max_tokens",
+                    "stop_sequence": None, "content": [{"type": "text", "text": "..."}], "usage": usage}
         if body.get("stream"):
-            return StreamingResponse(_events(), media_type="text/event-stream")
+            shape = {"cut": {"cut": True}, "litellm": {"usage_in_delta": {"input_tokens": 1200, "output_tokens": 40}, "input_at_start": 0},
+                     "slow": {"pause": 0.5}}.get(model, {})
+            return StreamingResponse(_events(**shape), media_type="text/event-stream")
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "stop_reason": "end_turn",
                 "stop_sequence": None, "content": [{"type": "text", "text": "hello from upstream"}], "usage": USAGE}
 
 
-async def _events():
+def _key(request: Request) -> str | None:
+    return request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ") or None
+
+
+async def _events(cut: bool = False, usage_in_delta: dict | None = None, input_at_start: int = 200, pause: float = 0.01):
+    """A streamed answer; `cut`: the connection ends after the text, before message_delta (usage) and message_stop;
+    `usage_in_delta`: the usage message_delta carries (a LiteLLM proxy reports the input tokens only there)."""
     events = [
         ("message_start", {"type": "message_start", "message": {"id": "msg_2", "type": "message", "role": "assistant", "model": "m", "content": [],
-                                                                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 200, "output_tokens": 1}}}),
+                                                                "stop_reason": None, "stop_sequence": None,
+                                                                "usage": {"input_tokens": input_at_start, "output_tokens": 1}}}),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "streamed "}}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 40}}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": usage_in_delta or {"output_tokens": 40}}),
         ("message_stop", {"type": "message_stop"}),
     ]
-    for name, data in events:
+    for name, data in events[:5] if cut else events:
         yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(pause)
+    if cut:
+        raise ConnectionResetError("cut")  # uvicorn drops the connection mid-stream
 
 
 @pytest.fixture
@@ -101,7 +137,7 @@ def test_a_student_token_gets_an_answer_and_the_key_stays_with_the_instructor(st
     assert upstream.seen[0]["body"]["messages"] == [{"role": "user", "content": "hi"}]
     assert token not in json.dumps(upstream.seen[0]["headers"])  # the class token stops at the relay
     assert (store.students()[0].tokens_in, store.students()[0].tokens_out, store.students()[0].requests) == (120, 30, 1)
-    assert "<th>tokens used</th>" in board and "150 / 10,000" in board
+    assert "<th>tokens (of 10k)</th>" in board and '<span title="150 of 10,000">150 · 1%</span>' in board
 
 
 def test_a_stream_passes_through_and_its_usage_counts(store, upstream):
@@ -215,3 +251,38 @@ def test_an_oversized_request_is_refused_before_it_is_read(store):
         broken = client.post("/v1/messages", content=b"[1, 2]", headers={"x-api-key": token})
     assert answer.status_code == 413 and answer.json()["error"]["type"] == "request_too_large"
     assert broken.status_code == 400 and "not a JSON object" in broken.json()["error"]["message"]
+
+
+def test_head_and_get_slash_answer_and_unknown_paths_use_the_api_error_shape(store, upstream):
+    with relayed(store, upstream.url) as url:
+        head, get = httpx.head(f"{url}/"), httpx.get(f"{url}/")
+        missing = httpx.post(f"{url}/v1/complete", json={})
+        wrong_method = httpx.get(f"{url}/v1/messages")
+    assert head.status_code == 200 and get.status_code == 200 and "class board" in get.text and "with an API relay" in get.text
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error"
+    assert wrong_method.status_code == 405 and wrong_method.json()["type"] == "error"
+
+
+def test_count_tokens_and_the_models_list_are_forwarded_free(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url, budget=10) as url:  # a budget too small for any message: these cost none of it
+        client = sdk(url, token)
+        counted = client.messages.count_tokens(model="claude-sonnet-5-5", messages=[{"role": "user", "content": "hi"}])
+        listed = [model.id for model in client.models.list(limit=5)]
+        one = client.models.retrieve("claude-sonnet-5-5")
+        with pytest.raises(anthropic.NotFoundError):
+            client.models.retrieve("no-such-model")
+        with pytest.raises(anthropic.AuthenticationError):
+            sdk(url, "class-wrong").models.list()
+    assert counted.input_tokens == 42 and listed == ["claude-sonnet-5-5"] and one.display_name == "Claude Sonnet 5.5"
+    assert {seen["key"] for seen in upstream.seen} == {INSTRUCTOR_KEY}, upstream.seen
+    assert upstream.seen[1]["query"] == {"limit": "5"}
+    assert store.students()[0].tokens == 0 and store.students()[0].requests == 0
+
+
+def test_a_seat_waiting_for_approval_cannot_use_the_relay(store, upstream):
+    _, token = store.join("Ada", pending=True)
+    with relayed(store, upstream.url) as url:
+        with pytest.raises(anthropic.PermissionDeniedError) as raised:
+            ask(sdk(url, token))
+    assert "waiting for the instructor's approval" in raised.value.message and upstream.seen == []

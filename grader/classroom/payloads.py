@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import anyio
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 MAX_BODY = 64 * 1024  # a report of every check of every lesson is about 5 KB
 MAX_CHECKS = 200
+BODY_TIMEOUT = 30.0  # seconds for a whole request body to arrive
 CheckId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")]
 Lesson = Annotated[int, Field(ge=0, le=99)]
 Seconds = Annotated[float, Field(ge=0, le=3600)]
@@ -18,6 +21,7 @@ class _Strict(BaseModel):
 
 class Join(_Strict):
     name: str = Field(min_length=1, max_length=40)
+    workspace: str | None = Field(None, pattern=r"^[0-9a-f]{32}$", description="the joining workspace's own id: a rejoin takes its seat back")
 
     @field_validator("name")
     @classmethod
@@ -26,6 +30,10 @@ class Join(_Strict):
         if not name or not name.isprintable():
             raise ValueError("a name is 1 to 40 printable characters, e.g. --name 'Ada L.'")
         return name
+
+
+class SeatName(_Strict):
+    name: str = Field(min_length=1, max_length=40)
 
 
 class CheckResult(_Strict):
@@ -49,16 +57,25 @@ class TooLarge(ValueError):
     pass
 
 
-async def read_body(request, limit: int) -> bytes:
-    """The request body, refused (TooLarge) as soon as it passes `limit` bytes, declared or not."""
+class TooSlow(ValueError):
+    pass
+
+
+async def read_body(request, limit: int, seconds: float | None = None) -> bytes:
+    """The request body, refused (TooLarge) as soon as it passes `limit` bytes, declared or not, and (TooSlow) when
+    it has not all arrived within `seconds`: a client that trickles its body does not hold a connection for long."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"the body is {int(declared):,} bytes; at most {limit:,} are accepted")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise TooLarge(f"the body is over {limit:,} bytes, the most accepted")
+    seconds = BODY_TIMEOUT if seconds is None else seconds
+    with anyio.move_on_after(seconds) as timer:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise TooLarge(f"the body is over {limit:,} bytes, the most accepted")
+    if timer.cancelled_caught:
+        raise TooSlow(f"the body did not arrive within {seconds:g} s")
     return bytes(body)
 
 

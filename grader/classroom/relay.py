@@ -1,135 +1,198 @@
-"""The relay: `/v1/messages` for students' Rovers, forwarded upstream with the instructor's key.
+"""The relay: the Messages API for students' Rovers, forwarded upstream with the instructor's key.
 
 A student's class token stands in for an API key (sent as `x-api-key` or `Authorization: Bearer`); the relay
-swaps it for the real key, which never leaves the instructor's machine, and counts each
-student's tokens against the budget. Errors come back in the Messages API's own error shape, so
-Rover's usual one-line messages apply; the ones retrying cannot fix say so (`x-should-retry`).
+swaps it for the real key, which never leaves the instructor's machine. `/v1/messages` costs budget:
+before forwarding, the request's worst case (an estimate of its input plus its `max_tokens`) is reserved
+atomically in the store, and the real usage settles it afterwards, so many requests at once cannot
+overdraw a budget. `/v1/messages/count_tokens` and `/v1/models` are forwarded free. Errors come back in
+the Messages API's own shape; the ones retrying cannot fix say so (`x-should-retry`).
 """
 from __future__ import annotations
 
 import json
+import logging
 
+import anyio
 import httpx
 from fastapi import Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
-from grader.classroom.payloads import TooLarge, read_body
-from grader.classroom.store import Store, Student
+from grader.classroom.payloads import TooLarge, TooSlow, read_body
+from grader.classroom.refusals import Refused, error
+from grader.classroom.store import Store, Student, Unavailable
+from grader.classroom.usage import StreamUsage, estimate_input, usage_of
 
 ANTHROPIC = "https://api.anthropic.com"
-MAX_REQUEST = 16 * 1024 * 1024
+MAX_REQUEST = 32 * 1024 * 1024  # the Messages API's own limit
+DEFAULT_MAX_TOKENS = 4096  # reserved for a request that names none (upstream will refuse it, and the hold goes back)
 PASSED_BACK = ("content-type", "request-id", "retry-after", "x-should-retry")
+log = logging.getLogger("uvicorn.error")
 
 
 class Relay:
-    def __init__(self, store: Store, api_key: str, budget: int, upstream: str = ANTHROPIC):
+    def __init__(self, store: Store, api_key: str, budget: int, upstream: str = ANTHROPIC, connections: int = 100):
         self.store, self.api_key, self.budget, self.upstream = store, api_key, budget, upstream.rstrip("/")
-        self.client = httpx.AsyncClient(base_url=self.upstream, timeout=httpx.Timeout(600, connect=10),
-                                        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+        self.client = httpx.AsyncClient(base_url=self.upstream, timeout=httpx.Timeout(600, connect=10), trust_env=False,
+                                        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=min(50, connections)))
+        store.release_reservations()  # nothing is in flight before the relay starts
 
     async def close(self) -> None:
         await self.client.aclose()
 
     async def messages(self, request: Request) -> Response:
+        student = self._student(request)
+        body, parsed = await _json_body(request)
+        cost = estimate_input(parsed)
+        max_tokens = parsed.get("max_tokens") if isinstance(parsed.get("max_tokens"), int) and parsed["max_tokens"] > 0 else DEFAULT_MAX_TOKENS
+        need = cost + max_tokens
+        if not self.store.reserve(student, need, self.budget):
+            student = self.store.seat(student.name) or student  # the figures as they are now
+            left = max(0, self.budget - student.tokens - student.reserved)
+            spent = f"your class budget of {self.budget:,} tokens is spent ({student.tokens:,} used)" if student.tokens >= self.budget else (
+                f"this request could use up to {need:,} tokens (about {cost:,} in, max_tokens {max_tokens:,}) and your class budget "
+                f"of {self.budget:,} has {left:,} left" + (f" ({student.reserved:,} held by requests in flight)" if student.reserved else ""))
+            raise Refused(429, spent + "; lower max_tokens, or ask the instructor to raise it (workshop class serve --budget N)")
+        try:
+            upstream = await self._send("POST", "/v1/messages", request, body)
+        except BaseException:
+            self.store.settle(student, need, 0, 0, counted=False)
+            raise
+        if upstream.status_code == 200 and parsed.get("stream") is True:
+            return _StreamOut(_Stream(self.store, upstream, student, need, cost), headers=_passed_back(upstream))
+        tokens_in = tokens_out = 0
+        try:
+            content = await upstream.aread()
+            if upstream.status_code == 200:  # an answer without usage is charged as the worst case, never as free
+                tokens_in, tokens_out = usage_of(content)
+                if tokens_in + tokens_out == 0:
+                    tokens_in, tokens_out = cost, max_tokens
+        except BaseException as problem:  # cut while reading: upstream may have billed it, so the reservation is charged
+            tokens_in, tokens_out = cost, max_tokens
+            if isinstance(problem, httpx.HTTPError):
+                raise Refused(502, f"the upstream API at {self.upstream} cut its answer short") from None
+            raise
+        finally:
+            self.store.settle(student, need, tokens_in, tokens_out, counted=tokens_in + tokens_out > 0)
+            with anyio.CancelScope(shield=True):
+                await upstream.aclose()
+        return Response(content, status_code=upstream.status_code, headers=_passed_back(upstream))
+
+    async def free(self, request: Request, path: str) -> Response:
+        """count_tokens and the models list: forwarded for any seated student, costing no budget."""
+        self._student(request)
+        body = (await _json_body(request))[0] if request.method == "POST" else b""
+        upstream = await self._send(request.method, path, request, body)
+        try:
+            content = await upstream.aread()
+        finally:
+            await upstream.aclose()
+        return Response(content, status_code=upstream.status_code, headers=_passed_back(upstream))
+
+    def _student(self, request: Request) -> Student:
         token = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         student = self.store.student_by_token(token) if token else None
         if student is None:
-            return error(401, "authentication_error", "not a class token: run `workshop join URL CODE --name NAME` in your workspace, "
-                                                      "then start Rover without ANTHROPIC_API_KEY set")
-        if student.tokens >= self.budget:
-            return error(429, "rate_limit_error", f"your class budget of {self.budget:,} tokens is spent ({student.tokens:,} used); "
-                                                  "ask the instructor to raise it (workshop class serve --budget N)")
-        try:
-            body = await read_body(request, MAX_REQUEST)
-        except TooLarge as problem:
-            return error(413, "request_too_large", str(problem))
-        try:
-            streaming = json.loads(body).get("stream") is True
-        except (ValueError, AttributeError):
-            return error(400, "invalid_request_error", "the request body is not a JSON object")
+            raise Refused(401, "not a class token: run `workshop join URL CODE --name NAME` in your workspace, "
+                               "then start Rover without ANTHROPIC_API_KEY set")
+        if student.pending:
+            raise Refused(403, "your seat is waiting for the instructor's approval on the board; try again once approved")
+        return student
+
+    async def _send(self, method: str, path: str, request: Request, body: bytes) -> httpx.Response:
         # The real key goes upstream the way the student's client sent its token: the SDK's own choice of header.
         auth = {"x-api-key": self.api_key} if request.headers.get("x-api-key") else {"authorization": f"Bearer {self.api_key}"}
-        headers = {**auth, "content-type": "application/json", "accept-encoding": "identity",
-                   "anthropic-version": request.headers.get("anthropic-version", "2023-06-01")}
+        headers = {**auth, "accept-encoding": "identity", "anthropic-version": request.headers.get("anthropic-version", "2023-06-01")}
+        if body:
+            headers["content-type"] = "application/json"
         if beta := request.headers.get("anthropic-beta"):
             headers["anthropic-beta"] = beta
+        outgoing = self.client.build_request(method, path, content=body or None, headers=headers, params=request.query_params)
         try:
-            upstream = await self.client.send(self.client.build_request("POST", "/v1/messages", content=body, headers=headers), stream=True)
+            upstream = await self.client.send(outgoing, stream=True)
         except httpx.TimeoutException:
-            return error(504, "timeout_error", f"the upstream API at {self.upstream} did not answer in time", retry=True)
+            raise Refused(504, f"the upstream API at {self.upstream} did not answer in time", headers={"x-should-retry": "true"}) from None
         except httpx.HTTPError as problem:
-            return error(502, "api_error", f"the relay could not reach the upstream API at {self.upstream} ({type(problem).__name__})", retry=True)
-        passed_back = {name: value for name, value in upstream.headers.items()
-                       if name in PASSED_BACK or name.startswith("anthropic-ratelimit")}
+            raise Refused(502, f"the relay could not reach the upstream API at {self.upstream} ({type(problem).__name__})",
+                          headers={"x-should-retry": "true"}) from None
         if upstream.status_code in (401, 403):
             await upstream.aclose()
-            return error(502, "api_error", f"the upstream API refused the instructor's key ({upstream.status_code}): "
-                                           "the instructor should check ANTHROPIC_API_KEY where the board runs")
-        if streaming and upstream.status_code == 200:
-            return StreamingResponse(self._pass_through(upstream, student), status_code=200, headers=passed_back)
-        content = await upstream.aread()
-        await upstream.aclose()
-        if upstream.status_code == 200:
-            self._count(student, _usage(content))
-        return Response(content, status_code=upstream.status_code, headers=passed_back)
+            raise Refused(502, f"the upstream API refused the instructor's key ({upstream.status_code}): "
+                               "the instructor should check ANTHROPIC_API_KEY where the board runs")
+        return upstream
 
-    async def _pass_through(self, upstream: httpx.Response, student: Student):
-        """Hand each chunk on as it arrives, reading the usage from the events on the way."""
-        usage = _StreamUsage()
+
+class _Stream:
+    """One streamed answer on its way through: its chunks, its usage, and settling it exactly once however it ends."""
+
+    def __init__(self, store: Store, upstream: httpx.Response, student: Student, need: int, cost: int):
+        self.store, self.upstream, self.student, self.need, self.cost = store, upstream, student, need, cost
+        self.usage, self.done = StreamUsage(), False
+
+    async def chunks(self):
         try:
-            async for chunk in upstream.aiter_bytes():
-                usage.feed(chunk)
+            async for chunk in self.upstream.aiter_bytes():
+                self.usage.feed(chunk)
                 yield chunk
+        except httpx.HTTPError as problem:  # upstream cut the stream: the client gets an error event, not a hang
+            yield _error_event(f"the upstream API ended the stream early ({type(problem).__name__})")
         finally:
-            await upstream.aclose()
-            self._count(student, (usage.tokens_in, usage.tokens_out))
+            await self.finish()
 
-    def _count(self, student: Student, usage: tuple[int, int]) -> None:
-        self.store.add_usage(student, *usage)
-
-
-def error(status: int, kind: str, message: str, retry: bool = False) -> JSONResponse:
-    """An error in the Messages API's shape, saying whether the SDK's retries could help."""
-    return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status_code=status,
-                        headers={"x-should-retry": "true" if retry else "false"})
-
-
-def _usage(content: bytes) -> tuple[int, int]:
-    try:
-        usage = json.loads(content).get("usage") or {}
-    except (ValueError, AttributeError):
-        return 0, 0
-    return _tokens_in(usage), _int(usage.get("output_tokens"))
-
-
-def _tokens_in(usage: dict) -> int:
-    return sum(_int(usage.get(key)) for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
-
-
-class _StreamUsage:
-    """Reads `message_start` (input tokens) and `message_delta` (output so far) from a server-sent event stream."""
-
-    def __init__(self):
-        self.buffer = b""
-        self.tokens_in = self.tokens_out = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            if line.startswith(b"data:") and b'"usage"' in line:
-                self._event(line[5:])
-
-    def _event(self, data: bytes) -> None:
-        try:
-            event = json.loads(data)
-        except ValueError:
+    async def finish(self) -> None:
+        if self.done:
             return
-        if event.get("type") == "message_start":
-            self.tokens_in = _tokens_in(event.get("message", {}).get("usage") or {})
-        elif event.get("type") == "message_delta":
-            self.tokens_out = max(self.tokens_out, _int((event.get("usage") or {}).get("output_tokens")))
+        self.done = True
+        tokens_in, tokens_out = self.usage.charge(self.cost, self.need - self.cost)
+        try:
+            self.store.settle(self.student, self.need, tokens_in, tokens_out)
+        except Unavailable as problem:
+            log.warning("relay: the usage of %s was not saved: %s", self.student.name, problem)
+        with anyio.CancelScope(shield=True):  # the client may have gone, cancelling us: close upstream all the same
+            await self.upstream.aclose()
+
+
+class _StreamOut(StreamingResponse):
+    """A streaming response that settles its stream even when the client leaves before the first chunk."""
+
+    def __init__(self, stream: _Stream, headers: dict[str, str]):
+        super().__init__(stream.chunks(), status_code=200, headers=headers)
+        self.stream = stream
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except OSError:  # the client went away mid-stream: nothing to report, the usage is settled below
+            pass
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.stream.finish()
+
+
+async def _json_body(request: Request) -> tuple[bytes, dict]:
+    try:
+        body = await read_body(request, MAX_REQUEST)
+    except TooLarge as problem:
+        raise Refused(413, str(problem)) from None
+    except TooSlow as problem:
+        raise Refused(408, str(problem)) from None
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise Refused(400, "the request body is not a JSON object")
+    return body, parsed
+
+
+def _passed_back(upstream: httpx.Response) -> dict[str, str]:
+    return {name: value for name, value in upstream.headers.items() if name in PASSED_BACK or name.startswith("anthropic-ratelimit")}
+
+
+def _error_event(message: str) -> bytes:
+    data = {"type": "error", "error": {"type": "api_error", "message": message}}
+    return f"event: error\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def not_relaying() -> Response:
+    return error(404, "this class board runs without a relay; the instructor starts one with `workshop class serve --relay`, "
+                      "or use your own ANTHROPIC_API_KEY")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: the poster process runs this module and n
     from grader.grading.grade import Grade
 
 CLASS_FILE = "workshop-class.json"
+ID_FILE = "workshop-workspace-id"
 TIMEOUT = 1.0
 HARD_STOP = 3  # seconds: the poster process ends by then whatever the network does
 MAX_CHECKS = 200
@@ -40,6 +41,23 @@ def joined(workspace: Path) -> dict | None:
         return None
     fields = ("url", "code", "name", "token")
     return data if isinstance(data, dict) and all(isinstance(data.get(key), str) for key in fields) else None
+
+
+def workspace_id(workspace: Path) -> str:
+    """This workspace's own random id, made once and kept in .git: a rejoin from here takes back the same seat."""
+    path = workspace / ".git" / ID_FILE
+    try:
+        known = path.read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        known = ""
+    if len(known) == 32 and all(char in "0123456789abcdef" for char in known):
+        return known
+    made = os.urandom(16).hex()
+    try:
+        path.write_text(made + "\n", encoding="ascii")
+    except OSError:  # a read-only .git: this join still works, a later one from here just gets a seat of its own
+        pass
+    return made
 
 
 def remember(workspace: Path, data: dict) -> Path:

@@ -1,13 +1,115 @@
-"""Serve an app with uvicorn on a socket bound first, so the port is known (and can be 0) before anything prints."""
+"""Serve an app with uvicorn on a socket bound first, so the port is known (and can be 0) before anything prints.
+
+A board that stays up in a room that tests it: each connection must send its request headers within
+HEADER_TIMEOUT, sits idle between requests for at most KEEP_ALIVE, and the number of connections is
+capped below the open-file limit (raised at start as far as the system allows). At the cap, the
+connection that has waited longest without a request in progress is closed to make room, so a crowd
+of half-open connections cannot lock out the students (or the instructor's page).
+"""
 from __future__ import annotations
 
+import logging
 import socket
+import sys
 import threading
 import time
 from contextlib import contextmanager
 from typing import Iterator
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEADER_TIMEOUT = 10.0  # seconds from a connection (or the end of its last answer) to a request's complete headers
+KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open
+FILES_KEPT_FREE = 64  # open files left for the database, logs and the relay's own (counted separately)
+BACKLOG = 256  # connections accepted in one go before the cap sees them: kept free twice over
+
+
+def raise_open_file_limit(wanted: int = 65536) -> int:
+    """Lift the soft limit on open files towards the hard one (macOS starts at 256); the soft limit now in force."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to raise
+        return 8192
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(wanted, 10240 if sys.platform == "darwin" else wanted)  # macOS refuses more than OPEN_MAX per process
+    target = target if hard == resource.RLIM_INFINITY else min(target, hard)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+def connection_cap(open_files: int, relay_connections: int = 0) -> int:
+    """How many client connections fit below the open-file limit, with room left for everything else."""
+    burst = 2 * min(BACKLOG, open_files // 8)  # on a tiny limit, a tiny burst: asyncio pauses accepting when it overruns
+    return max(16, min(4096, open_files - FILES_KEPT_FREE - burst - relay_connections))
+
+
+def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a header timeout and a connection cap."""
+
+    class Guarded(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._waiting_since, self._header_timer, self._cycle_before = self.loop.time(), None, None
+            self._start_header_timer()
+            if len(self.connections) > max_connections:
+                _make_room(self, self.connections)
+
+        def data_received(self, data: bytes) -> None:
+            if self._header_timer is None and not self._busy():
+                self._start_header_timer()  # the first bytes of the next request on a kept-alive connection
+            super().data_received(data)
+
+        def on_response_complete(self) -> None:
+            self._cancel_header_timer()
+            self._waiting_since = self.loop.time()
+            super().on_response_complete()
+
+        def connection_lost(self, exc) -> None:
+            self._cancel_header_timer()
+            super().connection_lost(exc)
+
+        def _busy(self) -> bool:
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def _start_header_timer(self) -> None:
+            self._cycle_before = self.cycle
+            self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
+
+        def _cancel_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if self.cycle is self._cycle_before and not self.transport.is_closing():  # no new request began
+                self.transport.close()
+
+    return Guarded
+
+
+def _make_room(newcomer: H11Protocol, connections: set) -> None:
+    idle = [other for other in connections if not other._busy() and not other.transport.is_closing()]
+    victim = min(idle, key=lambda other: other._waiting_since) if idle else newcomer
+    victim.transport.close()
+
+
+def config(app, max_connections: int, log_level: str = "warning", header_timeout: float = HEADER_TIMEOUT, **extra) -> uvicorn.Config:
+    return uvicorn.Config(app, http=guarded(max_connections, header_timeout), log_level=log_level, timeout_keep_alive=KEEP_ALIVE, backlog=BACKLOG,
+                          ws="none", **extra)
+
+
+def _no_accept_noise(record: logging.LogRecord) -> bool:
+    """asyncio's traceback for an accept that hit the open-file limit (and for its retry, if the server stopped
+    meanwhile): it retries by itself, and the cap makes room."""
+    message = record.getMessage()
+    return "socket.accept() out of system resource" not in message and "BaseSelectorEventLoop._start_serving" not in message
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -17,23 +119,24 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-        sock.listen(2048)
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise
     return sock
 
 
-def serve(app, sock: socket.socket, log_level: str = "warning") -> None:
+def serve(app, sock: socket.socket, max_connections: int, log_level: str = "warning") -> None:
     """Run until Ctrl-C (uvicorn handles the signal and shuts down cleanly)."""
-    uvicorn.Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])
+    logging.getLogger("asyncio").addFilter(_no_accept_noise)
+    uvicorn.Server(config(app, max_connections, log_level)).run(sockets=[sock])
 
 
 @contextmanager
-def in_thread(app, host: str = "127.0.0.1") -> Iterator[str]:
+def in_thread(app, host: str = "127.0.0.1", max_connections: int = 1000, header_timeout: float = HEADER_TIMEOUT) -> Iterator[str]:
     """Serve `app` on a free loopback port in a thread; yields its base URL and stops it on exit."""
     sock = bind(host, 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(config(app, max_connections, header_timeout=header_timeout, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

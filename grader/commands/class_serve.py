@@ -1,9 +1,11 @@
 """`workshop class serve`: the live class board, and with --relay the API relay, on the instructor's machine."""
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import socket
+import time
 from pathlib import Path
 
 import click
@@ -20,8 +22,12 @@ DEFAULT_BUDGET = 500_000
               help="The class's SQLite file; serving again from it keeps the class code, the students and their history.")
 @click.option("--relay", is_flag=True, help="Also relay /v1/messages for students' Rovers with the ANTHROPIC_API_KEY set here.")
 @click.option("--upstream", default="https://api.anthropic.com", show_default=True, help="Where the relay forwards.")
-@click.option("--budget", default=DEFAULT_BUDGET, show_default=True, type=click.IntRange(1), help="Tokens each student may use through the relay.")
-def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, budget: int) -> None:
+@click.option("--budget", default=DEFAULT_BUDGET, show_default=True, type=click.IntRange(1), help="Tokens each student (seat) may use through the relay.")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A file of names, one a line: only they may join.")
+@click.option("--approve", is_flag=True, help="Hold each join (each one not on --roster) until you approve it on the board.")
+@click.option("--joins-per-minute", default=6, show_default=True, type=click.IntRange(0), help="Joins allowed per address a minute (0: no limit).")
+def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, budget: int, roster: Path | None, approve: bool,
+                  joins_per_minute: int) -> None:
     """Serve the class board: who is stuck, on what, for how long."""
     api_key = os.environ.get("ANTHROPIC_API_KEY", "")
     if relay and not api_key:
@@ -29,9 +35,15 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
     if not upstream.startswith(("http://", "https://")):
         raise WorkshopError(f"--upstream {upstream} is not an http(s) URL; e.g. --upstream https://api.anthropic.com")
     from grader.classroom.board import create_app
-    from grader.classroom.serving import bind, serve
+    from grader.classroom.safe_text import for_terminal
+    from grader.classroom.seats import JoinRate, Seats, read_roster
+    from grader.classroom.serving import bind, connection_cap, raise_open_file_limit, serve
     from grader.classroom.store import Store
 
+    try:
+        names = read_roster(roster) if roster else None
+    except (OSError, ValueError) as problem:
+        raise WorkshopError(f"--roster: {problem}") from None
     try:
         sock = bind(host, port)
     except OSError as problem:
@@ -41,21 +53,28 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
     except Exception as problem:  # sqlite3.DatabaseError and friends: a file that is not this board's
         sock.close()
         raise WorkshopError(f"{db} is not a class database ({problem}); give another --db") from None
+    open_files = raise_open_file_limit()
+    relay_connections = min(100, max(8, open_files // 8)) if relay else 0
     the_relay = None
     if relay:
         from grader.classroom.relay import Relay
 
-        the_relay = Relay(store, api_key, budget, upstream)
-    url = f"http://{_reachable(host)}:{sock.getsockname()[1]}"
-    click.echo(f"Class board:   {url}/?token={store.instructor_token}   (open it on the projector; keep the token to yourself)")
+        the_relay = Relay(store, api_key, budget, upstream, connections=relay_connections)
+    seats = Seats(store, names, approve, JoinRate(joins_per_minute),
+                  tell=lambda line: click.echo(f"{time.strftime('%H:%M:%S')}  {for_terminal(line)}"))
+    bound = sock.getsockname()[1]
+    click.echo(f"Class board:   http://{_on_this_machine(host)}:{bound}/?token={store.instructor_token}   (open it on the projector; keep the token to yourself)")
     click.echo(f"Class code:    {store.code}")
-    click.echo(f"Students run:  workshop join {url} {store.code} --name \"Their Name\"")
+    click.echo(_students_line(host, bound, store.code, db))
+    click.echo("Seats:         " + (f"the {len(names)} names on {roster}" if names else "anyone with the code")
+               + (", others once you approve them on the board" if names and approve else " once you approve them on the board" if approve else "")
+               + (f"; {joins_per_minute} joins a minute per address" if joins_per_minute else ""))
     if relay:
-        click.echo(f"Relay:         on, forwarding to {upstream}, {budget:,} tokens per student")
+        click.echo(f"Relay:         on, forwarding to {upstream}, {budget:,} tokens per seat")
     click.echo(f"Database:      {db.resolve()}   (Ctrl-C stops; serving again from it keeps the class)")
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # uvicorn re-sends the signal after shutting down: end as Ctrl-C does
     try:
-        serve(create_app(store, the_relay), sock)
+        serve(create_app(store, the_relay, seats), sock, connection_cap(open_files, relay_connections))
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down cleanly; Ctrl-C is the normal way to stop
     finally:
@@ -63,15 +82,46 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
     click.echo(f"Board stopped. `workshop class serve --db {db}` carries on with the same class.")
 
 
-def _reachable(host: str) -> str:
-    """The address students should type: this machine's LAN address when listening on every interface."""
-    if host not in ("0.0.0.0", "::", ""):
-        return f"[{host}]" if ":" in host else host
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def _students_line(host: str, port: int, code: str, db: Path) -> str:
+    lan = lan_address()
+    join = f'workshop join http://{lan or "THIS-MACHINE"}:{port} {code} --name "Their Name"'
+    if _loopback(host):
+        again = f"workshop class serve --host 0.0.0.0 --port {port}" + (f" --db {db}" if str(db) != "class.sqlite" else "")
+        return (f"Students:      cannot reach {host} (this machine only): serve with `{again}`, then they run `{join}`"
+                + ("" if lan else " (this machine's LAN address: none found)"))
+    shown = lan if host in ("0.0.0.0", "::", "") else _shown(host)
+    return f'Students run:  workshop join http://{shown or "THIS-MACHINE"}:{port} {code} --name "Their Name"'
+
+
+def lan_address() -> str | None:
+    """This machine's address on its network, found without sending a packet (a UDP connect only picks a route)."""
+    for private in ("10.255.255.255", "192.168.255.255", "172.31.255.255"):
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            probe.connect((private, 9))
+            address = probe.getsockname()[0]
+        except OSError:
+            continue
+        finally:
+            probe.close()
+        if not ipaddress.ip_address(address).is_loopback and address != "0.0.0.0":
+            return address
+    return None
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
     try:
-        probe.connect(("10.255.255.255", 1))  # UDP connect sends nothing; it only picks the outgoing interface
-        return probe.getsockname()[0]
-    except OSError:
-        return socket.gethostname()
-    finally:
-        probe.close()
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _on_this_machine(host: str) -> str:
+    """Where the instructor's own browser finds the board."""
+    return {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(host, _shown(host))

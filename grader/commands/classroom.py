@@ -6,6 +6,7 @@ import click
 from grader.commands.class_serve import serve_command
 from grader.commands.class_autograder import class_autograder_command
 from grader.commands.class_grade import class_grade_command
+from grader.commands.class_students import students_group
 
 
 @click.group("class")
@@ -16,3 +17,4 @@ def class_group() -> None:
 class_group.add_command(serve_command)
 class_group.add_command(class_grade_command)
 class_group.add_command(class_autograder_command)
+class_group.add_command(students_group)

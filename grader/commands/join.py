@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from grader.classroom.report import forget, joined, remember
+from grader.classroom.report import forget, joined, remember, workspace_id
+from grader.classroom.safe_text import for_terminal
 from grader.course.workspace import here
 from grader.errors import WorkshopError
 
@@ -21,11 +22,16 @@ def join_command(url: str, code: str, name: str) -> None:
     if not url.startswith(("http://", "https://")):
         raise WorkshopError(f"{url} is not a board address; give the http://HOST:PORT the instructor showed")
     before = joined(workspace.path)
-    again = before and before["url"] == url and before["name"] == name.strip()
-    answer = _ask(url, code, name, before["token"] if again else None)
+    again = before and before["url"] == url
+    answer = _ask(url, code, {"name": name, "workspace": workspace_id(workspace.path)}, before["token"] if again else None)
     remember(workspace.path, {"url": url, "code": code, "name": answer["name"], "token": answer["token"], "relay": bool(answer.get("relay"))})
-    click.echo(f"Joined the class at {url} as {answer['name']}: each `workshop check` now reports to the board "
-               "(in the background; grading never waits for it). `workshop leave` stops it.")
+    shown = for_terminal(answer["name"])
+    if answer.get("pending"):
+        click.echo(f"Asked to join the class at {url} as {shown}: the instructor approves it on the board. Until then your "
+                   "checks are not shown there; nothing to run again once approved.")
+    else:
+        click.echo(f"Joined the class at {url} as {shown}: each `workshop check` now reports to the board "
+                   "(in the background; grading never waits for it). `workshop leave` stops it.")
     if answer.get("relay"):
         click.echo("This class has a relay: `python -m rover` uses it when ANTHROPIC_API_KEY is not set. For other tools:\n"
                    f"  export ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY={answer['token']}")
@@ -41,12 +47,12 @@ def leave_command() -> None:
         click.echo("This workspace has not joined a class; nothing to leave.")
 
 
-def _ask(url: str, code: str, name: str, token: str | None) -> dict:
+def _ask(url: str, code: str, wanted: dict, token: str | None) -> dict:
     import httpx
 
     headers = {"X-Class-Code": code, **({"Authorization": f"Bearer {token}"} if token else {})}
     try:
-        answer = httpx.post(f"{url}/api/join", json={"name": name}, headers=headers, timeout=5)
+        answer = httpx.post(f"{url}/api/join", json=wanted, headers=headers, timeout=5)
     except httpx.HTTPError as problem:
         raise WorkshopError(f"could not reach the class board at {url} ({type(problem).__name__}); "
                             "check the address the instructor gave and that you are on their network") from None
@@ -54,7 +60,15 @@ def _ask(url: str, code: str, name: str, token: str | None) -> dict:
         data = answer.json()
     except ValueError:
         data = {}
-    if answer.status_code not in (200, 201) or "token" not in data:
-        reason = data.get("error") if isinstance(data, dict) and data.get("error") else f"it answered {answer.status_code}"
-        raise WorkshopError(f"the board at {url} did not let you join: {reason}")
+    if answer.status_code not in (200, 201, 202) or not isinstance(data, dict) or not isinstance(data.get("token"), str):
+        reason = message_of(data) or f"it answered {answer.status_code}"
+        raise WorkshopError(f"the board at {url} did not let you join: {for_terminal(reason)}")
     return data
+
+
+def message_of(answer: object) -> str | None:
+    """The message in the board's error body (the Messages API's shape, or an older board's `{"error": "..."}`)."""
+    problem = answer.get("error") if isinstance(answer, dict) else None
+    if isinstance(problem, dict):
+        problem = problem.get("message")
+    return problem if isinstance(problem, str) and problem else None

@@ -1,0 +1,88 @@
+"""Who gets a seat on the board: the roster, the instructor's approval, and a limit on joins per address.
+
+One seat is one relay budget, so a seat is worth taking more than one of: a roster (`--roster FILE`, one
+name a line) admits only its names, `--approve` holds every other join until the instructor approves it
+on the board, and each address may try only a few joins a minute.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from grader.classroom.payloads import Join
+from grader.classroom.refusals import Refused
+from grader.classroom.store import ClassFull, NameTaken, Store, Student
+
+JOINS_PER_MINUTE = 6  # per address: enough for typos and rejoins, far too few to fill a class
+
+
+def read_roster(path: Path) -> dict[str, str]:
+    """The roster's names by their case-folded form; ValueError naming the line when a name could not be a seat."""
+    names: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
+        name = line.strip()
+        if not name or name.startswith("#"):
+            continue
+        try:
+            Join(name=name)
+        except ValueError:
+            raise ValueError(f"line {number} of {path}: {name[:50]!r} is not a name (1 to 40 printable characters)") from None
+        names[name.casefold()] = name
+    if not names:
+        raise ValueError(f"{path} has no names: write one student's name a line")
+    return names
+
+
+class JoinRate:
+    """At most `per_minute` joins from one address in any 60 seconds (0: no limit)."""
+
+    def __init__(self, per_minute: int = JOINS_PER_MINUTE):
+        self.per_minute = per_minute
+        self._seen: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def wait_for(self, address: str, now: float | None = None) -> float:
+        """Seconds this address must wait before it may join again (0: go ahead, counted)."""
+        if not self.per_minute:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if len(self._seen) > 10_000:  # many addresses: forget those quiet for a minute
+                self._seen = {key: times for key, times in self._seen.items() if times and now - times[-1] < 60}
+            times = self._seen.setdefault(address, deque())
+            while times and now - times[0] >= 60:
+                times.popleft()
+            if len(times) >= self.per_minute:
+                return 60 - (now - times[0])
+            times.append(now)
+            return 0.0
+
+
+class Seats:
+    def __init__(self, store: Store, roster: dict[str, str] | None = None, approve: bool = False,
+                 rate: JoinRate | None = None, tell=None):
+        self.store, self.roster, self.approve = store, roster, approve
+        self.rate = rate or JoinRate()
+        self.tell = tell or (lambda line: None)  # serve prints these lines (join events) for the instructor
+
+    def join(self, wanted: Join, token: str | None, address: str) -> tuple[Student, str]:
+        wait = self.rate.wait_for(address)
+        if wait:
+            raise Refused(429, f"too many joins from {address}: try again in {wait:.0f} s", headers={"retry-after": str(int(wait) + 1)})
+        name, pending = wanted.name, self.approve
+        if self.roster is not None:
+            listed = self.roster.get(name.casefold())
+            if listed is None and not self.approve:
+                raise Refused(403, f"{name!r} is not on this class's roster: join with your name as the instructor has it")
+            name, pending = (listed, False) if listed else (name, True)
+        try:
+            student, token = self.store.join(name, token, wanted.workspace, pending=pending)
+        except NameTaken:
+            raise Refused(409, f"the name {name!r} is taken on this board: join from the workspace you joined with, or with "
+                               "another --name (the instructor can free a seat: workshop class students remove NAME)") from None
+        except ClassFull:
+            raise Refused(403, "this class is full; ask the instructor") from None
+        self.tell(f"{student.name} is waiting for your approval (on the board)" if student.pending else f"{student.name} joined")
+        return student, token

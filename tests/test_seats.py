@@ -1,0 +1,128 @@
+"""Seats: one per student, one budget each. Roster, approval on the board, joins per address, `class students`."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from grader.classroom.board import create_app
+from grader.classroom.safe_text import csv_cell, for_terminal
+from grader.classroom.seats import JoinRate, Seats, read_roster
+from grader.cli import main
+from tests.test_board import post, report, says
+
+WORKSPACE_A, WORKSPACE_B = "a" * 32, "b" * 32
+
+
+def app_with(store, **seating) -> TestClient:
+    return TestClient(create_app(store, seats=Seats(store, **seating)))
+
+
+def join(client, store, name: str, workspace: str | None = None, token: str | None = None):
+    headers = {"X-Class-Code": store.code, **({"Authorization": f"Bearer {token}"} if token else {})}
+    return client.post("/api/join", json={"name": name, **({"workspace": workspace} if workspace else {})}, headers=headers)
+
+
+def test_joining_again_from_a_workspace_under_other_names_keeps_one_seat_and_its_usage(store):
+    with app_with(store, rate=JoinRate(per_minute=0)) as client:
+        first = join(client, store, "Ada", WORKSPACE_A).json()
+        ada = store.seat("Ada")
+        store.settle(ada, 0, 1_000, 500)
+        names = [join(client, store, f"Ada {number}", WORKSPACE_A) for number in range(7)]  # 8 names, one workspace
+    assert [answer.status_code for answer in names] == [201] * 7
+    seats = store.students()
+    assert [(seat.name, seat.tokens) for seat in seats] == [("Ada 6", 1_500)]  # one seat, one budget, usage kept
+    assert store.student_by_token(first["token"]) is None and store.student_by_token(names[-1].json()["token"]).name == "Ada 6"
+
+
+def test_a_name_seated_from_another_workspace_is_not_taken_over(store):
+    with app_with(store) as client:
+        join(client, store, "Ada", WORKSPACE_A)
+        taken = join(client, store, "Ada", WORKSPACE_B)
+    assert taken.status_code == 409 and "workshop class students remove" in says(taken)
+    assert len(store.students()) == 1
+
+
+def test_a_roster_admits_only_its_names_spelled_as_the_roster_has_them(store, tmp_path):
+    roster = tmp_path / "roster.txt"
+    roster.write_text("# week 1\nAda Lovelace\n\nAlan Turing\n")
+    with app_with(store, roster=read_roster(roster)) as client:
+        ada = join(client, store, "ada lovelace", WORKSPACE_A)
+        eve = join(client, store, "Eve", WORKSPACE_B)
+    assert ada.status_code == 201 and ada.json()["name"] == "Ada Lovelace"
+    assert eve.status_code == 403 and "not on this class's roster" in says(eve)
+    assert [seat.name for seat in store.students()] == ["Ada Lovelace"]
+    roster.write_text("Ada\n\x1b]0;owned\x07\n")
+    with pytest.raises(ValueError, match="line 2 of"):
+        read_roster(roster)
+
+
+def test_joins_wait_for_the_instructors_approval_on_the_board(store, tmp_path):
+    told = []
+    with app_with(store, approve=True, tell=told.append) as client:
+        answer = join(client, store, "Bob", WORKSPACE_A)
+        token = answer.json()["token"]
+        refused = post(client, store, token, report(1, read_lines="passed"))
+        shown = client.get("/api/board", params={"token": store.instructor_token}).text
+        not_yours = client.post("/api/seats/approve", json={"name": "Bob"}, headers={"Authorization": f"Bearer {token}"})
+        approved = client.post("/api/seats/approve", json={"name": "Bob"}, headers={"Authorization": f"Bearer {store.instructor_token}"})
+        accepted = post(client, store, token, report(1, read_lines="passed"))
+        join(client, store, "Mallory", WORKSPACE_B)
+        gone = client.post("/api/seats/remove", json={"name": "Mallory"}, params={"token": store.instructor_token})
+        unknown = client.post("/api/seats/approve", json={"name": "Nobody"}, params={"token": store.instructor_token})
+    assert answer.status_code == 202 and answer.json()["pending"] is True
+    assert refused.status_code == 403 and "waiting for the instructor's approval" in says(refused)
+    assert "0 students joined, 0 reporting, 1 waiting for approval" in shown
+    assert '<button data-action="approve" data-name="Bob">Approve</button>' in shown
+    assert not_yours.status_code == 401 and approved.status_code == 200 and accepted.status_code == 201
+    assert gone.status_code == 200 and unknown.status_code == 404
+    assert [seat.name for seat in store.students()] == ["Bob"]
+    assert told == ["Bob is waiting for your approval (on the board)", "Bob approved", "Mallory is waiting for your approval (on the board)",
+                    "Mallory removed"]
+
+
+def test_joins_are_limited_per_address(store):
+    with app_with(store, rate=JoinRate(per_minute=3)) as client:
+        answers = [join(client, store, f"fake {number}", f"{number:032x}") for number in range(5)]
+    assert [answer.status_code for answer in answers] == [201, 201, 201, 429, 429]
+    assert "too many joins" in says(answers[3]) and 0 < int(answers[3].headers["retry-after"]) <= 61
+    assert len(store.students()) == 3
+    rate = JoinRate(per_minute=2)
+    assert [rate.wait_for("10.0.0.9", now) > 0 for now in (0, 1, 2, 30, 60.5, 60.7)] == [False, False, True, True, False, True]
+    assert rate.wait_for("10.0.0.8", 2) == 0  # another address is not held up
+
+
+def test_class_students_lists_renames_removes_and_approves(store):
+    ada, ada_token = store.join("Ada")
+    store.join("Bob", pending=True)
+    store.settle(ada, 0, 1_200, 34)
+    with store._write() as db:  # a name an older board stored raw: the terminal must not act on it
+        db.execute("INSERT INTO students (name, token_hash, joined_at) VALUES (?, 'x', 0)", ("\x1b]0;pwned\x07Eve\x1b[2J\u202e",))
+    db = ["--db", str(store.path)]
+    listed = CliRunner().invoke(main, ["class", "students", *db])
+    assert listed.exit_code == 0, listed.output
+    assert "\x1b" not in listed.output and "\u202e" not in listed.output and "\x07" not in listed.output
+    lines = listed.output.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
+    assert rows["Ada"] == ["active", "-", "-", "never", "1,234", "1"]
+    assert rows["Bob"][0] == "pending" and rows["]0;pwnedEve[2J"][0] == "active"
+    assert lines[-1] == "3 seats, 1 waiting for approval (workshop class students approve NAME)"
+    assert CliRunner().invoke(main, ["class", "students", "approve", "Bob", *db]).exit_code == 0 and not store.seat("Bob").pending
+    renamed = CliRunner().invoke(main, ["class", "students", "rename", "Ada", "Ada L.", *db])
+    assert renamed.exit_code == 0 and store.student_by_token(ada_token).name == "Ada L." and store.seat("Ada L.").tokens == 1_234
+    taken = CliRunner().invoke(main, ["class", "students", "rename", "Bob", "Ada L.", *db])
+    assert taken.exit_code == 2 and "already a seat" in taken.output
+    removed = CliRunner().invoke(main, ["class", "students", "remove", "Ada L.", *db])
+    assert removed.exit_code == 0 and store.student_by_token(ada_token) is None
+    missing = CliRunner().invoke(main, ["class", "students", "remove", "Zed", *db])
+    assert missing.exit_code == 2 and "no seat named 'Zed'" in missing.output
+    nowhere = CliRunner().invoke(main, ["class", "students", "--db", str(store.path.parent / "none.sqlite")])
+    assert nowhere.exit_code == 2 and "no class database" in nowhere.output and not (store.path.parent / "none.sqlite").exists()
+
+
+def test_names_are_safe_on_a_terminal_and_in_a_spreadsheet():
+    assert for_terminal("\x1b]0;title\x07Ada\x1b[2J\r\n\u202eevil\u2028") == "]0;titleAda[2Jevil"
+    assert for_terminal("Zoë Ñúñez 李") == "Zoë Ñúñez 李"
+    for formula in ("=HYPERLINK(\"x\")", "@SUM(A1)", "+1", "-1+2", "\t=1", " =1", "＝1"):
+        assert csv_cell(formula) == "'" + formula
+    assert csv_cell("Ada") == "Ada" and csv_cell(-3) == -3 and csv_cell("") == ""

@@ -1,0 +1,103 @@
+"""`workshop class serve` as the instructor runs it: what it prints, where students can reach it, what it refuses."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from click.testing import CliRunner
+
+from grader.classroom.store import Store
+from grader.cli import main
+
+def test_serve_prints_the_board_url_and_the_join_line_and_keeps_the_class(tmp_path):
+    from grader.commands.class_serve import lan_address
+
+    db = tmp_path / "class.sqlite"
+
+    def start() -> tuple[subprocess.Popen, list[str]]:
+        server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(db)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return server, [server.stdout.readline() for _ in range(5)]
+
+    server, lines = start()
+    try:
+        url = lines[0].split()[2]
+        base, token = url.split("/?token=")
+        port, code = base.rsplit(":", 1)[1], lines[1].split()[2]
+        assert base.startswith("http://127.0.0.1:")
+        # On loopback no student can reach it: one line says so, with the command for the room and the join line it will take.
+        assert lines[2].startswith("Students:      cannot reach 127.0.0.1 (this machine only): serve with "
+                                   f"`workshop class serve --host 0.0.0.0 --port {port} --db {db}`, then they run `workshop join http://")
+        assert f"http://{lan_address() or 'THIS-MACHINE'}:{port} {code} --name" in lines[2] and "127.0.0.1:" not in lines[2].split("then")[1]
+        assert lines[3].startswith("Seats:         anyone with the code; 6 joins a minute per address")
+        assert httpx.get(f"{base}/api/board", params={"token": token}, timeout=5).status_code == 200
+        assert httpx.post(f"{base}/api/join", json={"name": "Ada"}, headers={"X-Class-Code": code}, timeout=5).status_code == 201
+        assert server.stdout.readline().split()[1:] == ["Ada", "joined"]  # after the time: the instructor sees who joins
+    finally:
+        server.send_signal(signal.SIGINT)
+        out, _ = server.communicate(timeout=10)
+    assert server.returncode == 0 and "Board stopped" in out and "Traceback" not in out
+    server, lines = start()
+    try:
+        assert lines[1].split()[2] == code and token in lines[0]
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=10)
+    assert Store(db).students()[0].name == "Ada"
+
+
+def test_bound_to_every_address_the_join_line_names_the_lan_address(monkeypatch):
+    from grader.commands import class_serve
+
+    monkeypatch.setattr(class_serve, "lan_address", lambda: "192.168.1.20")
+    line = class_serve._students_line("0.0.0.0", 8765, "ABCD-EFGH", Path("class.sqlite"))
+    assert line == 'Students run:  workshop join http://192.168.1.20:8765 ABCD-EFGH --name "Their Name"'
+    line = class_serve._students_line("127.0.0.1", 8765, "ABCD-EFGH", Path("class.sqlite"))
+    assert "cannot reach 127.0.0.1" in line and "`workshop class serve --host 0.0.0.0 --port 8765`" in line
+    assert "`workshop join http://192.168.1.20:8765 ABCD-EFGH" in line
+    monkeypatch.setattr(class_serve, "lan_address", lambda: None)
+    assert "LAN address: none found" in class_serve._students_line("::1", 8765, "ABCD-EFGH", Path("class.sqlite"))
+
+
+def test_the_lan_address_is_found_without_sending_a_packet(monkeypatch):
+    """A UDP connect only picks a route: the probe may connect, and must never send."""
+    import socket as sockets
+
+    from grader.commands.class_serve import lan_address
+
+    sent = []
+
+    class Probe(sockets.socket):
+        def send(self, *args, **kwargs):
+            sent.append(args)
+
+        sendto = sendall = send
+
+    monkeypatch.setattr(sockets, "socket", Probe)
+    address = lan_address()
+    assert sent == [] and (address is None or not address.startswith("127."))
+
+
+def test_serve_refuses_a_relay_without_a_key_and_a_busy_port(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    done = CliRunner().invoke(main, ["class", "serve", "--relay", "--db", str(tmp_path / "c.sqlite")])
+    assert done.exit_code == 2 and "set ANTHROPIC_API_KEY" in done.output and "Traceback" not in done.output
+    from grader.classroom.serving import bind
+
+    busy = bind("127.0.0.1", 0)
+    try:
+        done = CliRunner().invoke(main, ["class", "serve", "--port", str(busy.getsockname()[1]), "--db", str(tmp_path / "c.sqlite")])
+    finally:
+        busy.close()
+    assert done.exit_code == 2 and "choose another --port" in done.output
+
+
+def test_serve_refuses_a_file_that_is_not_a_class_database(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database, just notes " * 100)
+    done = CliRunner().invoke(main, ["class", "serve", "--port", "0", "--db", str(notes)])
+    assert done.exit_code == 2 and "is not a class database" in done.output and "Traceback" not in done.output
+    assert notes.read_text().startswith("not a database")
