@@ -92,7 +92,9 @@ class Lab:
     @classmethod
     def in_process(cls, workspace: Path, tmp: Path) -> Lab:
         """A bench that calls the student's code in this very process: no isolation, for authoring tests only."""
-        return cls(workspace, tmp, _InProcess(workspace))
+        from grader.grading.inprocess import InProcess
+
+        return cls(workspace, tmp, InProcess(workspace))
 
     # --- files, made and inspected by the grader itself ---------------------------------------
 
@@ -149,7 +151,7 @@ class Lab:
         (a file mapped with mmap is the page cache's, not the tool's, so it does not count). The call runs twice and the second run is measured, so what is paid once
         (imports at the top of a module or inside a function, first-use caches) never counts against the call.
         """
-        if isinstance(self._worker, _InProcess):
+        if hasattr(self._worker, "measure"):  # in process: tracemalloc, not the tree
             return self._worker.measure(lambda: self.tool(name, **args))
         from grader.grading.processes import code_memory
 
@@ -253,41 +255,6 @@ class _Sampler:
             self.peak = max(self.peak, self.read())
         except OSError:
             pass
-
-
-class _InProcess:
-    """The harness in this very process: for authoring tests that patch the registry; no isolation."""
-
-    def __init__(self, workspace: Path):
-        self.workspace = workspace
-
-    def request(self, op: str, clock: Any, stopping: Any, on_model: Any = None, **fields: Any) -> dict:
-        from grader.grading import harness
-
-        fields.pop("tempdir", None)  # this process's temp folder stays as it is
-        harness.MODEL[0] = lambda request: json.loads(json.dumps(on_model(request)))
-        return json.loads(json.dumps(harness.answer(op, {"op": op, **fields}, str(self.workspace))))
-
-    def running(self, pid: int) -> bool:
-        from grader.grading.processes import running
-
-        return running(pid)
-
-    def kill(self, pid: int) -> None:
-        from grader.grading.processes import kill_tree
-
-        kill_tree([pid])
-
-    def measure(self, call) -> tuple[Result, int]:
-        import tracemalloc
-
-        tracemalloc.start()
-        try:
-            result = call()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-        return result, peak
 
 
 def _settle(run: AgentRun, may_raise: bool) -> None:
