@@ -49,10 +49,14 @@ def _reachable_prefix() -> list[str]:
             "--cap-add", "ALL", "--"]
 
 
+# The student user must reach the fake /autograder: not under the session's own temp folder, which is root's alone (0700).
+OPEN_TMP = "/tmp" if os.geteuid() == 0 else None
+
+
 @pytest.fixture(scope="module")
 def installed():
     """An /autograder tree after Gradescope's image build: source/ unzipped, setup.sh run (as root: with a user)."""
-    root = Path(tempfile.mkdtemp(prefix="workshop-autograder-"))
+    root = Path(tempfile.mkdtemp(prefix="workshop-autograder-", dir=OPEN_TMP))
     root.chmod(0o755)
     user = f"wsag{os.getpid() % 100000}" if os.geteuid() == 0 else ""
     try:
@@ -93,7 +97,7 @@ def _remove_user(user: str) -> None:
 def autograder(installed):
     """A fresh /autograder for one submission, sharing the installed kit; removed afterwards."""
     source, _, _, user = installed
-    root = Path(tempfile.mkdtemp(prefix="workshop-autograder-run-"))
+    root = Path(tempfile.mkdtemp(prefix="workshop-autograder-run-", dir=OPEN_TMP))
     root.chmod(0o755)
     (root / "submission").mkdir()
     (root / "results").mkdir()
