@@ -143,7 +143,11 @@ def _run_check(copy: Path, lesson: int, folder: Path, token: str, timeout: float
     if process.returncode not in (0, 1):
         last = (err.text().strip().splitlines() or ["no message"])[-1]
         raise NotGraded(f"`workshop check` stopped with exit status {process.returncode}: {last[:200]}")
-    lesson_seen, outcomes, reported = parse(out.data(), lesson)
+    try:
+        lesson_seen, outcomes, reported = parse(out.data(), lesson)
+    except NotGraded as problem:  # say what the grading said, too: an empty report has a reason on stderr
+        said = (err.text().strip().splitlines() or [""])[-1]
+        raise NotGraded(f"{problem}{': ' + said[:200] if said else ''}") from None
     if sandbox and reported not in (None, sandbox):
         raise NotGraded(f"it was graded in the {reported!r} sandbox, not {sandbox!r}")
     return Graded(lesson_seen, outcomes, reported, seconds, usage.ru_utime + usage.ru_stime)
