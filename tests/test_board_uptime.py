@@ -154,3 +154,37 @@ def test_a_body_that_trickles_in_is_refused_in_the_api_shape(store, monkeypatch)
             answer = slow.recv(4096).decode()
     assert answer.startswith("HTTP/1.1 408") and '"type":"timeout_error"' in answer and "did not arrive within 0.5 s" in answer
     assert store.students() == []
+
+
+def test_the_board_answers_while_large_relay_bodies_are_parsed(store):
+    """Hole 2: big bodies are capped, counted before parsing and parsed off the event loop: GET / stays quick."""
+    import asyncio
+    import json
+
+    from grader.classroom.relay import MAX_REQUEST, Relay
+
+    _, token = store.join("Ada")
+    objects = b'{"model": "m", "max_tokens": 1, "messages": [' + b",".join([b"{}"] * 2_000_000) + b"]}"  # 4 MB of empty objects
+    text = json.dumps({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "a, " * 2_000_000}]}).encode()
+    nested = b"[" * 150_000  # deeper than Python's parser goes
+
+    async def crowd(url: str) -> tuple[list[httpx.Response], float]:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            posts = [asyncio.create_task(http.post("/v1/messages", content=body, headers={"x-api-key": token}))
+                     for body in (objects, text, text, nested, b"x" * (MAX_REQUEST + 1))]
+            slowest = 0.0
+            while not all(post.done() for post in posts):
+                started = time.monotonic()
+                assert (await http.get("/")).status_code == 200
+                slowest = max(slowest, time.monotonic() - started)
+                await asyncio.sleep(0.02)
+            return [post.result() for post in posts], slowest
+
+    with in_thread(create_app(store, Relay(store, "sk-instructor", 10_000, "http://127.0.0.1:9"))) as url:
+        answers, slowest = asyncio.run(crowd(url))
+    statuses = [answer.status_code for answer in answers]
+    assert statuses[0] == 413 and "JSON objects and arrays" in answers[0].json()["error"]["message"]
+    assert statuses[1] == statuses[2] == 429  # parsed and estimated (about 2 million tokens), then refused by the budget
+    assert statuses[3] == 400 and answers[3].json()["error"]["message"] == "the request body is not a JSON object"
+    assert statuses[4] == 413 and answers[4].json()["error"]["type"] == "request_too_large"
+    assert slowest < 1.0, f"GET / took {slowest:.2f} s while the bodies were parsed"
