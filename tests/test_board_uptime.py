@@ -78,7 +78,8 @@ def test_1100_half_open_connections_at_a_1024_file_limit_leave_the_board_reachab
     def at_1024() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
 
-    server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(tmp_path / "c.sqlite")],
+    server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(tmp_path / "c.sqlite"),
+                               "--connections-per-address", "5000"],  # one address here: the cap on all connections is under test
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=at_1024)
     crowd: list[socket.socket] = []
     try:
@@ -188,3 +189,40 @@ def test_the_board_answers_while_large_relay_bodies_are_parsed(store):
     assert statuses[3] == 400 and answers[3].json()["error"]["message"] == "the request body is not a JSON object"
     assert statuses[4] == 413 and answers[4].json()["error"]["type"] == "request_too_large"
     assert slowest < 1.0, f"GET / took {slowest:.2f} s while the bodies were parsed"
+
+
+def from_another_address() -> httpx.Client | None:
+    """A client whose connections come from 127.0.0.2 (Linux routes all of 127/8 to loopback; macOS does not)."""
+    try:
+        socket.create_server(("127.0.0.2", 0)).close()
+    except OSError:
+        return None
+    return httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5)
+
+
+def test_stalled_bodies_from_one_address_do_not_lock_out_the_others(store):
+    """Hole 3: 200 joins that send their headers and never their body, from one address, against a cap of 60."""
+    other = from_another_address()
+    if other is None:
+        pytest.skip("no second loopback address (127.0.0.2) on this machine")
+    with other, in_thread(create_app(store), max_connections=60, per_address=16) as url:
+        host, port = url.removeprefix("http://").split(":")
+        stalled = f"POST /api/join HTTP/1.1\r\nHost: b\r\nX-Class-Code: {store.code}\r\nContent-Length: 1000\r\n\r\n".encode()
+        crowd = []
+        try:
+            for _ in range(200):
+                connection = socket.create_connection((host, int(port)), timeout=10)
+                connection.sendall(stalled)
+                crowd.append(connection)
+            started = time.monotonic()
+            page = other.get(f"{url}/")
+            joined = other.post(f"{url}/api/join", json={"name": "Grace"}, headers={"X-Class-Code": store.code})
+            took = time.monotonic() - started
+            still_open = sum(not closed_by_server(connection, within=0.01) for connection in crowd)
+        finally:
+            for connection in crowd:
+                connection.close()
+    assert page.status_code == 200 and joined.status_code == 201, (page.text, joined.text)
+    assert took < 3, took
+    assert still_open <= 16  # the address's cap: the rest were closed as they came
+    assert [student.name for student in store.students()] == ["Grace"]

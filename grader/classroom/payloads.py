@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 MAX_BODY = 64 * 1024  # a report of every check of every lesson is about 5 KB
 MAX_CHECKS = 200
-BODY_TIMEOUT = 30.0  # seconds for a whole request body to arrive
+BODY_TIMEOUT = 10.0  # seconds for a whole request body to arrive (8 MB at under 1 MB/s is a broken link anyway)
 CheckId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")]
 Lesson = Annotated[int, Field(ge=0, le=99)]
 Seconds = Annotated[float, Field(ge=0, le=3600)]
