@@ -1,6 +1,7 @@
 """What students may send the board, as pydantic models: every field bounded, unknown fields refused."""
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Literal
 
 import anyio
@@ -26,10 +27,17 @@ class Join(_Strict):
     @field_validator("name")
     @classmethod
     def _printable(cls, name: str) -> str:
-        name = name.strip()
+        name = normal_name(name)
         if not name or not name.isprintable():
             raise ValueError("a name is 1 to 40 printable characters, e.g. --name 'Ada L.'")
         return name
+
+
+def normal_name(name: str) -> str:
+    """A name as it is seated: NFKC (full-width letters and odd spaces as their plain forms), runs of spaces as one,
+    none at the ends. Control characters (a tab) stay, for the check that refuses them. Look-alikes across
+    scripts (a Cyrillic "А" for a Latin "A") stay apart: telling those apart is the instructor's call."""
+    return " ".join(part for part in unicodedata.normalize("NFKC", name).strip().split(" ") if part)
 
 
 class SeatName(_Strict):
