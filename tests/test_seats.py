@@ -169,3 +169,17 @@ def test_a_roster_seat_taken_from_another_workspace_says_how_the_instructor_free
     assert second.status_code == 409
     assert "'Grace Hopper' on the roster already has a seat" in says(second)
     assert "workshop class students remove 'Grace Hopper'" in says(second)
+
+
+def test_the_join_limit_goes_by_the_sockets_address_not_x_forwarded_for(store):
+    """Hole 6: uvicorn trusts X-Forwarded-For from 127.0.0.1 by default; the board must not, or a new header is a new address."""
+    import httpx
+
+    from grader.classroom.serving import in_thread
+
+    with in_thread(create_app(store, seats=Seats(store, rate=JoinRate(per_minute=2)))) as url:
+        answers = [httpx.post(f"{url}/api/join", json={"name": f"fake {number}", "workspace": f"{number:032x}"}, timeout=5,
+                              headers={"X-Class-Code": store.code, "X-Forwarded-For": f"10.0.0.{number}", "Forwarded": f"for=10.0.1.{number}"})
+                   for number in range(4)]
+    assert [answer.status_code for answer in answers] == [201, 201, 429, 429]
+    assert "too many joins from 127.0.0.1" in says(answers[2])

@@ -119,7 +119,8 @@ def _make_room(newcomer: H11Protocol, connections: set) -> None:
 def config(app, max_connections: int, log_level: str = "warning", header_timeout: float = HEADER_TIMEOUT,
            per_address: int = PER_ADDRESS, **extra) -> uvicorn.Config:
     return uvicorn.Config(app, http=guarded(max_connections, header_timeout, per_address), log_level=log_level,
-                          timeout_keep_alive=KEEP_ALIVE, backlog=BACKLOG, ws="none", **extra)
+                          timeout_keep_alive=KEEP_ALIVE, backlog=BACKLOG, ws="none",
+                          proxy_headers=False, **extra)  # X-Forwarded-For is anyone's to write: limits go by the socket's address
 
 
 def _no_accept_noise(record: logging.LogRecord) -> bool:
