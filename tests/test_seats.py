@@ -183,3 +183,18 @@ def test_the_join_limit_goes_by_the_sockets_address_not_x_forwarded_for(store):
                    for number in range(4)]
     assert [answer.status_code for answer in answers] == [201, 201, 429, 429]
     assert "too many joins from 127.0.0.1" in says(answers[2])
+
+
+def test_names_are_normalised_before_they_are_compared(store):
+    """Hole 7: double spaces and full-width letters do not make a second "Ada Lovelace"; scripts stay apart."""
+    with app_with(store, rate=JoinRate(per_minute=0)) as client:
+        first = join(client, store, "  Ada   Lovelace ", WORKSPACE_A)
+        spaced = join(client, store, "Ada Lovelace", WORKSPACE_B)
+        wide = join(client, store, "Ａｄａ\u3000Lovelace", "c" * 32)  # full-width letters, an ideographic space
+        tabbed = join(client, store, "Ada\tLovelace", "d" * 32)
+        cyrillic = join(client, store, "\u0410da Lovelace", "e" * 32)  # a Cyrillic A: a different name, kept (see the note)
+    assert first.status_code == 201 and first.json()["name"] == "Ada Lovelace"
+    assert spaced.status_code == 409 and wide.status_code == 409 and "'Ada Lovelace' is taken" in says(wide)
+    assert tabbed.status_code == 422  # a control character is refused, not folded into a space
+    assert cyrillic.status_code == 201
+    assert sorted(seat.name for seat in store.students()) == ["Ada Lovelace", "\u0410da Lovelace"]
