@@ -66,9 +66,9 @@ def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT, per_ad
             self._address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
             mine = by_address.setdefault(self._address, set())
             mine.add(self)
-            if len(mine) > per_address:
+            if len(mine) > per_address and _open_count(mine) > per_address:
                 _make_room(self, mine)
-            elif len(self.connections) > max_connections:
+            elif len(self.connections) > max_connections and _open_count(self.connections) > max_connections:
                 _make_room(self, self.connections)
 
         def data_received(self, data: bytes) -> None:
@@ -108,6 +108,11 @@ def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT, per_ad
                 self.transport.close()
 
     return Guarded
+
+
+def _open_count(connections: set) -> int:
+    """Connections not already closing (a closed one stays in the set until asyncio reports it lost)."""
+    return sum(1 for other in connections if not other.transport.is_closing())
 
 
 def _make_room(newcomer: H11Protocol, connections: set) -> None:
