@@ -49,7 +49,8 @@ BUDGET, MAX_TOKENS, PER_STUDENT = 500_000, 100_000, 5  # each relay student runs
 
 
 def start_board(db: Path, *extra: str) -> tuple[subprocess.Popen, str, str, str]:
-    server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(db), "--joins-per-minute", "0", *extra],
+    server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(db), "--joins-per-minute", "0",
+                               "--connections-per-address", "5000", *extra],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "ANTHROPIC_API_KEY": "sk-bench"})
     first, second = server.stdout.readline().split(), server.stdout.readline().split()
     base, token = first[2].split("/?token=")
@@ -216,7 +217,7 @@ def stream_side(base: str, relay_students: list[str], count: int, duration: floa
 def upstream_side(sock) -> None:
     from grader.classroom.serving import config
 
-    uvicorn.Server(config(fake_upstream(), 1000)).run(sockets=[sock])
+    uvicorn.Server(config(fake_upstream(), 1000, per_address=5000)).run(sockets=[sock])
 
 
 def bench_load(args, scratch: Path) -> None:

@@ -78,7 +78,8 @@ def test_1100_half_open_connections_at_a_1024_file_limit_leave_the_board_reachab
     def at_1024() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
 
-    server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(tmp_path / "c.sqlite")],
+    server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(tmp_path / "c.sqlite"),
+                               "--connections-per-address", "5000"],  # one address here: the cap on all connections is under test
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=at_1024)
     crowd: list[socket.socket] = []
     try:
@@ -151,6 +152,80 @@ def test_a_body_that_trickles_in_is_refused_in_the_api_shape(store, monkeypatch)
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=10) as slow:
             slow.sendall(f"POST /api/join HTTP/1.1\r\nHost: b\r\nX-Class-Code: {store.code}\r\nContent-Length: 100\r\n\r\n{{".encode())
-            answer = slow.recv(4096).decode()
+            answer = b""
+            while b"within" not in answer and (chunk := slow.recv(4096)):  # headers and body may come apart
+                answer += chunk
+            answer = answer.decode()
     assert answer.startswith("HTTP/1.1 408") and '"type":"timeout_error"' in answer and "did not arrive within 0.5 s" in answer
     assert store.students() == []
+
+
+def test_the_board_answers_while_large_relay_bodies_are_parsed(store):
+    """Hole 2: big bodies are capped, counted before parsing and parsed off the event loop: GET / stays quick."""
+    import asyncio
+    import json
+
+    from grader.classroom.relay import MAX_REQUEST, Relay
+
+    _, token = store.join("Ada")
+    objects = b'{"model": "m", "max_tokens": 1, "messages": [' + b",".join([b"{}"] * 2_000_000) + b"]}"  # 4 MB of empty objects
+    text = json.dumps({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "a, " * 2_000_000}]}).encode()
+    nested = b"[" * 150_000  # deeper than Python's parser goes
+
+    async def crowd(url: str) -> tuple[list[httpx.Response], float]:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            posts = [asyncio.create_task(http.post("/v1/messages", content=body, headers={"x-api-key": token}))
+                     for body in (objects, text, text, nested, b"x" * (MAX_REQUEST + 1))]
+            slowest = 0.0
+            while not all(post.done() for post in posts):
+                started = time.monotonic()
+                assert (await http.get("/")).status_code == 200
+                slowest = max(slowest, time.monotonic() - started)
+                await asyncio.sleep(0.02)
+            return [post.result() for post in posts], slowest
+
+    with in_thread(create_app(store, Relay(store, "sk-instructor", 10_000, "http://127.0.0.1:9"))) as url:
+        answers, slowest = asyncio.run(crowd(url))
+    statuses = [answer.status_code for answer in answers]
+    assert statuses[0] == 413 and "JSON objects and arrays" in answers[0].json()["error"]["message"]
+    assert statuses[1] == statuses[2] == 429  # parsed and estimated (about 2 million tokens), then refused by the budget
+    assert statuses[3] == 400 and answers[3].json()["error"]["message"] == "the request body is not a JSON object"
+    assert statuses[4] == 413 and answers[4].json()["error"]["type"] == "request_too_large"
+    assert slowest < 1.0, f"GET / took {slowest:.2f} s while the bodies were parsed"
+
+
+def from_another_address() -> httpx.Client | None:
+    """A client whose connections come from 127.0.0.2 (Linux routes all of 127/8 to loopback; macOS does not)."""
+    try:
+        socket.create_server(("127.0.0.2", 0)).close()
+    except OSError:
+        return None
+    return httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5)
+
+
+def test_stalled_bodies_from_one_address_do_not_lock_out_the_others(store):
+    """Hole 3: 200 joins that send their headers and never their body, from one address, against a cap of 60."""
+    other = from_another_address()
+    if other is None:
+        pytest.skip("no second loopback address (127.0.0.2) on this machine")
+    with other, in_thread(create_app(store), max_connections=60, per_address=16) as url:
+        host, port = url.removeprefix("http://").split(":")
+        stalled = f"POST /api/join HTTP/1.1\r\nHost: b\r\nX-Class-Code: {store.code}\r\nContent-Length: 1000\r\n\r\n".encode()
+        crowd = []
+        try:
+            for _ in range(200):
+                connection = socket.create_connection((host, int(port)), timeout=10)
+                connection.sendall(stalled)
+                crowd.append(connection)
+            started = time.monotonic()
+            page = other.get(f"{url}/")
+            joined = other.post(f"{url}/api/join", json={"name": "Grace"}, headers={"X-Class-Code": store.code})
+            took = time.monotonic() - started
+            still_open = sum(not closed_by_server(connection, within=0.01) for connection in crowd)
+        finally:
+            for connection in crowd:
+                connection.close()
+    assert page.status_code == 200 and joined.status_code == 201, (page.text, joined.text)
+    assert took < 3, took
+    assert still_open <= 16  # the address's cap: the rest were closed as they came
+    assert [student.name for student in store.students()] == ["Grace"]

@@ -66,6 +66,10 @@ class FakeUpstream:
                 self.crowd.set()
             await asyncio.wait_for(self.crowd.wait(), 10)
             self.in_flight -= 1
+        if model == "reads-documents":  # each request's documents cost 200,000 input tokens by the upstream's count
+            await asyncio.sleep(0.2)
+            return {"id": "msg_d", "type": "message", "role": "assistant", "model": model, "stop_reason": "end_turn",
+                    "stop_sequence": None, "content": [{"type": "text", "text": "read"}], "usage": {"input_tokens": 200_000, "output_tokens": 50}}
         if model == "worst-case":  # spends every token it may: the budget's hardest test
             await asyncio.sleep(0.2)
             usage = {"input_tokens": 10, "output_tokens": body["max_tokens"]}

@@ -37,6 +37,47 @@ def test_twenty_concurrent_requests_cannot_overdraw_a_budget(store, upstream):
     assert "could use up to" in refusal["error"]["message"] and "lower max_tokens" in refusal["error"]["message"]
 
 
+def test_documents_by_url_cannot_overdraw_a_budget(store, upstream):
+    """The attack's case: 20 concurrent requests, each a PDF by URL the upstream counts as 200,000 input tokens.
+    Each reserves a document's worst case (100 pages), so the budget is passed by less than one max_tokens."""
+    _, token = store.join("Ada")
+    budget, max_tokens = 500_000, 1_000
+    document = {"type": "document", "source": {"type": "url", "url": "https://example.com/big.pdf"}}
+    body = {"model": "reads-documents", "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": [document, {"type": "text", "text": "summarise"}]}]}
+
+    async def everyone(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            return await asyncio.gather(*(http.post("/v1/messages", json=body, headers={"x-api-key": token}) for _ in range(20)))
+
+    with relayed(store, upstream.url, budget=budget) as url:
+        answers = asyncio.run(everyone(url)) + asyncio.run(everyone(url))
+    statuses = [answer.status_code for answer in answers]
+    assert statuses.count(200) == 1 and statuses.count(429) == 39, statuses  # a second 300,000 worst case never fits
+    reserved, used = held_and_used(store)
+    assert reserved == 0 and used == 200_050 and used <= budget + max_tokens
+
+
+def test_the_estimate_reserves_worst_cases_for_what_its_text_does_not_show():
+    from grader.classroom.usage import DOCUMENT_TOKENS, IMAGE_TOKENS, estimate_input
+
+    def asking(*blocks, tools=()):
+        return estimate_input({"messages": [{"role": "user", "content": list(blocks)}], "tools": list(tools)})
+
+    plain = asking({"type": "text", "text": "hi"})
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}
+    by_file = {"type": "document", "source": {"type": "file", "file_id": "file_1"}}
+    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    text_document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x" * 3000}}
+    assert asking(pdf) >= DOCUMENT_TOKENS and asking(by_file) >= DOCUMENT_TOKENS and asking(pdf, by_file) >= 2 * DOCUMENT_TOKENS
+    assert IMAGE_TOKENS <= asking(image) < DOCUMENT_TOKENS
+    assert 1000 <= asking(text_document) < DOCUMENT_TOKENS  # a text document is counted by its text
+    fetch = {"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 3, "max_content_tokens": 50_000}
+    search = {"type": "web_search_20250305", "name": "web_search"}
+    assert asking(tools=[fetch]) >= plain + 150_000 and asking(tools=[search]) >= plain + 100_000
+    assert asking(tools=[{"name": "read_file", "input_schema": {"type": "object"}}]) < plain + 100  # a client tool: its text
+
+
 def test_a_stream_cut_before_its_usage_is_charged_its_reservation(store, upstream):
     _, token = store.join("Ada")
     with relayed(store, upstream.url) as url:

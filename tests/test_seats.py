@@ -126,3 +126,75 @@ def test_names_are_safe_on_a_terminal_and_in_a_spreadsheet():
     for formula in ("=HYPERLINK(\"x\")", "@SUM(A1)", "+1", "-1+2", "\t=1", " =1", "＝1"):
         assert csv_cell(formula) == "'" + formula
     assert csv_cell("Ada") == "Ada" and csv_cell(-3) == -3 and csv_cell("") == ""
+
+
+def test_joins_are_limited_per_address_per_hour_too():
+    rate = JoinRate(per_minute=6, per_hour=10)
+    allowed = [rate.wait_for("10.0.0.9", at * 61.0) == 0 for at in range(12)]  # one a minute: never the minute's limit
+    assert allowed == [True] * 10 + [False, False]
+    assert 3600 - 11 * 61 - 1 < rate.wait_for("10.0.0.9", 11 * 61) <= 3600 - 11 * 61 + 1  # until the first join is an hour old
+    assert rate.wait_for("10.0.0.9", 3600.5) == 0 and rate.wait_for("10.0.0.8", 700) == 0
+    assert JoinRate().per_hour == 20 and JoinRate(per_minute=0).wait_for("x", 0) == 0  # 0 a minute: no limit at all
+
+
+def test_pending_seats_are_capped_apart_and_cannot_fill_the_class(store, tmp_path, monkeypatch):
+    """Hole 5: joins waiting for approval do not take the class's seats; approving past the cap is refused clearly."""
+    monkeypatch.setattr("grader.classroom.store.MAX_STUDENTS", 2)
+    monkeypatch.setattr("grader.classroom.store.MAX_PENDING", 3)
+    roster = tmp_path / "roster.txt"
+    roster.write_text("Ada Lovelace\nAlan Turing\n")
+    instructor = {"Authorization": f"Bearer {store.instructor_token}"}
+    with app_with(store, roster=read_roster(roster), approve=True, rate=JoinRate(per_minute=0)) as client:
+        bots = [join(client, store, f"bot {number}", f"{number:032x}") for number in range(4)]
+        ada = join(client, store, "Ada Lovelace", WORKSPACE_A)
+        first = client.post("/api/seats/approve", json={"name": "bot 0"}, headers=instructor)
+        full = client.post("/api/seats/approve", json={"name": "bot 1"}, headers=instructor)
+        alan = join(client, store, "Alan Turing", WORKSPACE_B)
+    assert [bot.status_code for bot in bots] == [202, 202, 202, 403]
+    assert "too many joins are waiting for approval" in says(bots[3])
+    assert ada.status_code == 201 and first.status_code == 200  # the roster's student is seated, the crowd notwithstanding
+    assert full.status_code == 409 and "this class is full: remove a seat before approving 'bot 1'" in says(full)
+    assert alan.status_code == 403 and "this class is full" in says(alan)
+    assert sorted((seat.name, seat.state) for seat in store.students()) == [
+        ("Ada Lovelace", "active"), ("bot 0", "active"), ("bot 1", "pending"), ("bot 2", "pending")]
+
+
+def test_a_roster_seat_taken_from_another_workspace_says_how_the_instructor_frees_it(store, tmp_path):
+    roster = tmp_path / "roster.txt"
+    roster.write_text("Grace Hopper\n")
+    with app_with(store, roster=read_roster(roster)) as client:
+        first = join(client, store, "grace  hopper", WORKSPACE_A)
+        second = join(client, store, "Grace Hopper", WORKSPACE_B)
+    assert first.status_code == 201 and first.json()["name"] == "Grace Hopper"
+    assert second.status_code == 409
+    assert "'Grace Hopper' on the roster already has a seat" in says(second)
+    assert "workshop class students remove 'Grace Hopper'" in says(second)
+
+
+def test_the_join_limit_goes_by_the_sockets_address_not_x_forwarded_for(store):
+    """Hole 6: uvicorn trusts X-Forwarded-For from 127.0.0.1 by default; the board must not, or a new header is a new address."""
+    import httpx
+
+    from grader.classroom.serving import in_thread
+
+    with in_thread(create_app(store, seats=Seats(store, rate=JoinRate(per_minute=2)))) as url:
+        answers = [httpx.post(f"{url}/api/join", json={"name": f"fake {number}", "workspace": f"{number:032x}"}, timeout=5,
+                              headers={"X-Class-Code": store.code, "X-Forwarded-For": f"10.0.0.{number}", "Forwarded": f"for=10.0.1.{number}"})
+                   for number in range(4)]
+    assert [answer.status_code for answer in answers] == [201, 201, 429, 429]
+    assert "too many joins from 127.0.0.1" in says(answers[2])
+
+
+def test_names_are_normalised_before_they_are_compared(store):
+    """Hole 7: double spaces and full-width letters do not make a second "Ada Lovelace"; scripts stay apart."""
+    with app_with(store, rate=JoinRate(per_minute=0)) as client:
+        first = join(client, store, "  Ada   Lovelace ", WORKSPACE_A)
+        spaced = join(client, store, "Ada Lovelace", WORKSPACE_B)
+        wide = join(client, store, "Ａｄａ\u3000Lovelace", "c" * 32)  # full-width letters, an ideographic space
+        tabbed = join(client, store, "Ada\tLovelace", "d" * 32)
+        cyrillic = join(client, store, "\u0410da Lovelace", "e" * 32)  # a Cyrillic A: a different name, kept (see the note)
+    assert first.status_code == 201 and first.json()["name"] == "Ada Lovelace"
+    assert spaced.status_code == 409 and wide.status_code == 409 and "'Ada Lovelace' is taken" in says(wide)
+    assert tabbed.status_code == 422  # a control character is refused, not folded into a space
+    assert cyrillic.status_code == 201
+    assert sorted(seat.name for seat in store.students()) == ["Ada Lovelace", "\u0410da Lovelace"]

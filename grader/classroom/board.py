@@ -23,7 +23,7 @@ from grader.classroom.payloads import MAX_BODY, Join, Report, SeatName, TooLarge
 from grader.classroom.refusals import Refused, error
 from grader.classroom.relay import Relay, not_relaying
 from grader.classroom.seats import Seats
-from grader.classroom.store import Store, Student, Unavailable
+from grader.classroom.store import ClassFull, Store, Student, Unavailable
 
 STATIC = Path(__file__).parent / "static"
 PAGE_HEADERS = {"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'",
@@ -90,7 +90,11 @@ def create_app(store: Store, relay: Relay | None = None, seats: Seats | None = N
         done = {"approve": store.approve, "remove": store.remove}.get(action)
         if done is None:
             raise Refused(404, f"no seat action {action!r}: approve or remove")
-        if not done(name):
+        try:
+            found = done(name)
+        except ClassFull as full:
+            raise Refused(409, f"{full}: remove a seat before approving {name!r}") from None
+        if not found:
             raise Refused(404, f"no {'pending ' if action == 'approve' else ''}seat named {name!r}")
         seats.tell(f"{name} {'approved' if action == 'approve' else 'removed'}")
         return {"name": name, "done": action}

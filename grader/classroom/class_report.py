@@ -3,7 +3,8 @@
 A score counts the graded lesson's own checks (as on Gradescope); failing checks of earlier lessons, which every
 student was handed solved, are counted beside it as regressions. Everything a student controls (a name from a git
 author, a folder name, a message) is made safe for where it goes: CSV cells that a spreadsheet would run as a
-formula are defused, terminal text loses its control characters, HTML is escaped. The HTML page needs no JavaScript:
+formula are defused and terminal text loses its control characters (both by grader.classroom.safe_text, as on the
+board), HTML is escaped. The HTML page needs no JavaScript:
 its check matrix folds by lesson (one column per lesson, its failing checks behind a <details>), with the student
 column pinned, so a class fits a 1366x768 projector.
 """
@@ -11,33 +12,17 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections import Counter
 from datetime import datetime
 from html import escape
 from pathlib import Path
 
 from grader.classroom.bulk import UNSAFE, ClassRun, Student
+from grader.classroom.safe_text import csv_row, for_terminal
 from grader.course import kit
 
 TOP_FAILING = 8  # failing checks shown before "more" (what to explain next fits one screen)
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⧗"}
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-# Escape sequences whole (CSI, OSC, two-character), then any control or bidirectional-override character left.
-_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """`text` as a terminal may show it: no escape sequence, no control character (a newline becomes a space)."""
-    return _CONTROL.sub("", _SEQUENCE.sub("", text.replace("\n", " ").replace("\t", " ")))
-
-
-def defused(cell: object) -> object:
-    """A CSV cell a spreadsheet shows as text: one that starts like a formula gets a leading apostrophe (OWASP)."""
-    return f"'{cell}" if isinstance(cell, str) and cell.startswith(FORMULA_START) else cell
-
-
 def check_columns(run: ClassRun) -> list[kit.Check]:
     """Every check of lessons 0..the furthest lesson graded, in course order."""
     furthest = max((student.lesson for student in run.students if student.graded), default=-1)
@@ -56,8 +41,8 @@ def write_csv(run: ClassRun, path: Path) -> None:
     columns = check_columns(run)
     with path.open("w", newline="", encoding="utf-8") as out:
         table = csv.writer(out)
-        table.writerow(["student", "source", "lesson", "score", "max_score", "regressions", "result", "sandbox",
-                        *(check.id for check in columns)])
+        table.writerow(csv_row(["student", "source", "lesson", "score", "max_score", "regressions", "result", "sandbox",
+                        *(check.id for check in columns)]))
         for student in run.students:
             statuses = {outcome.check.id: outcome.status for outcome in student.outcomes or []}
             graded = student.graded
@@ -65,7 +50,7 @@ def write_csv(run: ClassRun, path: Path) -> None:
                    student.score if graded else "", student.max_score if graded else "",
                    len(student.regressions) if graded else "", summary(student), run.sandbox,
                    *(statuses.get(check.id, "") for check in columns)]
-            table.writerow([defused(cell) for cell in row])
+            table.writerow(csv_row(row))
 
 
 def as_json(run: ClassRun) -> dict:
@@ -152,7 +137,7 @@ def _students(run: ClassRun) -> str:
     head = "".join(f"<th class=lesson title='lesson {number}'>L{number}</th>" for number in lessons)
     rows = []
     for student in run.students:
-        name = f"<th class=name title='{escape(student.source, quote=True)}'>{escape(printable(student.name))}</th>"
+        name = f"<th class=name title='{escape(student.source, quote=True)}'>{escape(for_terminal(student.name))}</th>"
         cells = [name, f"<td>{'' if student.lesson is None else student.lesson}</td>"]
         if not student.graded:
             cells.append(f"<td class=problem colspan={len(lessons) + 2}>not graded: {escape(student.problem)}</td>")

@@ -1,6 +1,7 @@
 """What students may send the board, as pydantic models: every field bounded, unknown fields refused."""
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Literal
 
 import anyio
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 MAX_BODY = 64 * 1024  # a report of every check of every lesson is about 5 KB
 MAX_CHECKS = 200
-BODY_TIMEOUT = 30.0  # seconds for a whole request body to arrive
+BODY_TIMEOUT = 10.0  # seconds for a whole request body to arrive (8 MB at under 1 MB/s is a broken link anyway)
 CheckId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")]
 Lesson = Annotated[int, Field(ge=0, le=99)]
 Seconds = Annotated[float, Field(ge=0, le=3600)]
@@ -26,10 +27,17 @@ class Join(_Strict):
     @field_validator("name")
     @classmethod
     def _printable(cls, name: str) -> str:
-        name = name.strip()
+        name = normal_name(name)
         if not name or not name.isprintable():
             raise ValueError("a name is 1 to 40 printable characters, e.g. --name 'Ada L.'")
         return name
+
+
+def normal_name(name: str) -> str:
+    """A name as it is seated: NFKC (full-width letters and odd spaces as their plain forms), runs of spaces as one,
+    none at the ends. Control characters (a tab) stay, for the check that refuses them. Look-alikes across
+    scripts (a Cyrillic "А" for a Latin "A") stay apart: telling those apart is the instructor's call."""
+    return " ".join(part for part in unicodedata.normalize("NFKC", name).strip().split(" ") if part)
 
 
 class SeatName(_Strict):

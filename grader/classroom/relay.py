@@ -23,7 +23,8 @@ from grader.classroom.store import Store, Student, Unavailable
 from grader.classroom.usage import StreamUsage, estimate_input, usage_of
 
 ANTHROPIC = "https://api.anthropic.com"
-MAX_REQUEST = 32 * 1024 * 1024  # the Messages API's own limit
+MAX_REQUEST = 8 * 1024 * 1024  # a quarter of the Messages API's own 32 MB: a whole class's worth of Rover requests is far smaller
+MAX_BRACKETS = 200_000  # JSON objects and arrays (strings' brackets included) one request may hold: parsing stays short
 DEFAULT_MAX_TOKENS = 4096  # reserved for a request that names none (upstream will refuse it, and the hold goes back)
 PASSED_BACK = ("content-type", "request-id", "retry-after", "x-should-retry")
 log = logging.getLogger("uvicorn.error")
@@ -41,8 +42,7 @@ class Relay:
 
     async def messages(self, request: Request) -> Response:
         student = self._student(request)
-        body, parsed = await _json_body(request)
-        cost = estimate_input(parsed)
+        body, parsed, cost = await _json_body(request, estimate=True)
         max_tokens = parsed.get("max_tokens") if isinstance(parsed.get("max_tokens"), int) and parsed["max_tokens"] > 0 else DEFAULT_MAX_TOKENS
         need = cost + max_tokens
         if not self.store.reserve(student, need, self.budget):
@@ -168,20 +168,31 @@ class _StreamOut(StreamingResponse):
                 await self.stream.finish()
 
 
-async def _json_body(request: Request) -> tuple[bytes, dict]:
+async def _json_body(request: Request, estimate: bool = False) -> tuple[bytes, dict, int]:
+    """The body (read as it streams in, refused past MAX_REQUEST), its JSON and, if asked, its input estimate.
+    Parsing and estimating run in a worker thread, on a body whose count of objects is bounded first, so one
+    request cannot hold up the board's event loop (and every other student) for long."""
     try:
         body = await read_body(request, MAX_REQUEST)
     except TooLarge as problem:
         raise Refused(413, str(problem)) from None
     except TooSlow as problem:
         raise Refused(408, str(problem)) from None
+    brackets = body.count(b"{") + body.count(b"[")
+    if brackets > MAX_BRACKETS:
+        raise Refused(413, f"the body holds {brackets:,} JSON objects and arrays; at most {MAX_BRACKETS:,} are accepted")
+    parsed, cost = await anyio.to_thread.run_sync(_parse, body, estimate)
+    return body, parsed, cost
+
+
+def _parse(body: bytes, estimate: bool) -> tuple[dict, int]:
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
         parsed = None
     if not isinstance(parsed, dict):
         raise Refused(400, "the request body is not a JSON object")
-    return body, parsed
+    return parsed, estimate_input(parsed) if estimate else 0
 
 
 def _passed_back(upstream: httpx.Response) -> dict[str, str]:

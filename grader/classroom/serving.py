@@ -4,7 +4,10 @@ A board that stays up in a room that tests it: each connection must send its req
 HEADER_TIMEOUT, sits idle between requests for at most KEEP_ALIVE, and the number of connections is
 capped below the open-file limit (raised at start as far as the system allows). At the cap, the
 connection that has waited longest without a request in progress is closed to make room, so a crowd
-of half-open connections cannot lock out the students (or the instructor's page).
+of half-open connections cannot lock out the students (or the instructor's page). One address may hold
+at most PER_ADDRESS connections (its longest idle one, or else the newcomer, is closed past that), so a
+crowd of connections that stall mid-request, which the cap cannot close, comes from many machines or none.
+Forwarded-for headers are not trusted: the address is the socket's.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 HEADER_TIMEOUT = 10.0  # seconds from a connection (or the end of its last answer) to a request's complete headers
 KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open
 FILES_KEPT_FREE = 64  # open files left for the database, logs and the relay's own (counted separately)
+PER_ADDRESS = 32  # connections one address may hold: a student's Rover, checks and browser use a handful
 BACKLOG = 256  # connections accepted in one go before the cap sees them: kept free twice over
 
 
@@ -49,15 +53,22 @@ def connection_cap(open_files: int, relay_connections: int = 0) -> int:
     return max(16, min(4096, open_files - FILES_KEPT_FREE - burst - relay_connections))
 
 
-def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a header timeout and a connection cap."""
+def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT, per_address: int = PER_ADDRESS) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a header timeout, a connection cap and a cap per client address."""
+    by_address: dict[str, set] = {}  # this server's open connections by their peer's address
 
     class Guarded(H11Protocol):
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self._waiting_since, self._header_timer, self._cycle_before = self.loop.time(), None, None
             self._start_header_timer()
-            if len(self.connections) > max_connections:
+            peer = transport.get_extra_info("peername")
+            self._address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+            mine = by_address.setdefault(self._address, set())
+            mine.add(self)
+            if len(mine) > per_address and _open_count(mine) > per_address:
+                _make_room(self, mine)
+            elif len(self.connections) > max_connections and _open_count(self.connections) > max_connections:
                 _make_room(self, self.connections)
 
         def data_received(self, data: bytes) -> None:
@@ -72,6 +83,11 @@ def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT) -> typ
 
         def connection_lost(self, exc) -> None:
             self._cancel_header_timer()
+            mine = by_address.get(self._address)
+            if mine is not None:
+                mine.discard(self)
+                if not mine:
+                    del by_address[self._address]
             super().connection_lost(exc)
 
         def _busy(self) -> bool:
@@ -94,15 +110,22 @@ def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT) -> typ
     return Guarded
 
 
+def _open_count(connections: set) -> int:
+    """Connections not already closing (a closed one stays in the set until asyncio reports it lost)."""
+    return sum(1 for other in connections if not other.transport.is_closing())
+
+
 def _make_room(newcomer: H11Protocol, connections: set) -> None:
     idle = [other for other in connections if not other._busy() and not other.transport.is_closing()]
     victim = min(idle, key=lambda other: other._waiting_since) if idle else newcomer
     victim.transport.close()
 
 
-def config(app, max_connections: int, log_level: str = "warning", header_timeout: float = HEADER_TIMEOUT, **extra) -> uvicorn.Config:
-    return uvicorn.Config(app, http=guarded(max_connections, header_timeout), log_level=log_level, timeout_keep_alive=KEEP_ALIVE, backlog=BACKLOG,
-                          ws="none", **extra)
+def config(app, max_connections: int, log_level: str = "warning", header_timeout: float = HEADER_TIMEOUT,
+           per_address: int = PER_ADDRESS, **extra) -> uvicorn.Config:
+    return uvicorn.Config(app, http=guarded(max_connections, header_timeout, per_address), log_level=log_level,
+                          timeout_keep_alive=KEEP_ALIVE, backlog=BACKLOG, ws="none",
+                          proxy_headers=False, **extra)  # X-Forwarded-For is anyone's to write: limits go by the socket's address
 
 
 def _no_accept_noise(record: logging.LogRecord) -> bool:
@@ -126,17 +149,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(app, sock: socket.socket, max_connections: int, log_level: str = "warning") -> None:
+def serve(app, sock: socket.socket, max_connections: int, log_level: str = "warning", per_address: int = PER_ADDRESS) -> None:
     """Run until Ctrl-C (uvicorn handles the signal and shuts down cleanly)."""
     logging.getLogger("asyncio").addFilter(_no_accept_noise)
-    uvicorn.Server(config(app, max_connections, log_level)).run(sockets=[sock])
+    uvicorn.Server(config(app, max_connections, log_level, per_address=per_address)).run(sockets=[sock])
 
 
 @contextmanager
-def in_thread(app, host: str = "127.0.0.1", max_connections: int = 1000, header_timeout: float = HEADER_TIMEOUT) -> Iterator[str]:
+def in_thread(app, host: str = "127.0.0.1", max_connections: int = 1000, header_timeout: float = HEADER_TIMEOUT,
+              per_address: int = PER_ADDRESS) -> Iterator[str]:
     """Serve `app` on a free loopback port in a thread; yields its base URL and stops it on exit."""
     sock = bind(host, 0)
-    server = uvicorn.Server(config(app, max_connections, header_timeout=header_timeout, lifespan="on"))
+    server = uvicorn.Server(config(app, max_connections, header_timeout=header_timeout, per_address=per_address, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -22,7 +22,8 @@ from typing import Iterator
 
 from grader.classroom.payloads import Report
 
-MAX_STUDENTS = 500
+MAX_STUDENTS = 500  # active seats
+MAX_PENDING = 100  # seats waiting for approval, counted apart: a crowd of unapproved joins cannot fill the class
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed by hand
 
 SCHEMA = """
@@ -135,11 +136,12 @@ class Store:
                 return self._student(db, mine[0]), kept
             if named is not None:
                 raise NameTaken(name)
-            if db.execute("SELECT count(*) FROM students").fetchone()[0] >= MAX_STUDENTS:
-                raise ClassFull(name)
+            state = "pending" if pending else "active"
+            if db.execute("SELECT count(*) FROM students WHERE state = ?", (state,)).fetchone()[0] >= (MAX_PENDING if pending else MAX_STUDENTS):
+                raise ClassFull("too many joins are waiting for approval" if pending else "this class is full")
             fresh = "class-" + secrets.token_urlsafe(24)
             cursor = db.execute("INSERT INTO students (name, token_hash, joined_at, workspace, state) VALUES (?, ?, ?, ?, ?)",
-                                (name, _digest(fresh), time.time(), workspace, "pending" if pending else "active"))
+                                (name, _digest(fresh), time.time(), workspace, state))
             return self._student(db, cursor.lastrowid), fresh
 
     def seat(self, name: str) -> Student | None:
@@ -148,7 +150,10 @@ class Store:
         return None if row is None else _row(row)
 
     def approve(self, name: str) -> bool:
+        """Seat a pending join; ClassFull when the class's active seats are all taken."""
         with self._write() as db:
+            if db.execute("SELECT count(*) FROM students WHERE state = 'active'").fetchone()[0] >= MAX_STUDENTS:
+                raise ClassFull("this class is full")
             return db.execute("UPDATE students SET state = 'active' WHERE name = ? AND state = 'pending'", (name,)).rowcount == 1
 
     def rename(self, old: str, new: str) -> bool:

@@ -10,28 +10,48 @@ from __future__ import annotations
 import json
 
 CHARS_PER_TOKEN = 3  # on the safe side: English runs near 4, code and JSON nearer 3
-MEDIA_TOKENS = 3_000  # a base64 image or page, whatever its byte size (an image is at most ~1,600)
+# Worst cases for what the text does not show. The API takes a PDF of up to 100 pages, each page costing its
+# text plus an image of it (up to ~3,000 tokens); an image is scaled to at most ~1,600 tokens whatever its size.
+# A document or image by URL or file_id is fetched upstream, so only its worst case can be reserved.
+DOCUMENT_TOKENS = 100 * 3_000
+IMAGE_TOKENS = 1_600
+# Server tools bring input of their own: each use adds what it fetched or found. A web_fetch use counts its
+# max_content_tokens (when set) or 100,000; a web_search use 20,000 (about ten results); max_uses when set, else 10.
+SERVER_TOOL_USE_TOKENS = {"web_fetch": 100_000, "web_search": 20_000}
+SERVER_TOOL_USES = 10
 INPUT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def estimate_input(body: dict) -> int:
-    """An upper estimate of the request's input tokens, from its text; base64 media count a flat amount each."""
-    chars, media, todo = 0, 0, [body]
+    """An upper estimate of the request's input tokens: its text, plus the worst case of each document, image and
+    server tool (web_fetch, web_search), which bring input the text does not show."""
+    chars, extra, todo = 0, 0, [body]
     while todo:
         item = todo.pop()
         if isinstance(item, dict):
-            source = item.get("source")
-            if isinstance(source, dict) and source.get("type") == "base64":
-                media += 1
-                todo.extend(value for key, value in item.items() if key != "source")
+            kind, source = item.get("type"), item.get("source")
+            if kind in ("document", "image") and isinstance(source, dict) and source.get("type") not in ("text", "content"):
+                extra += DOCUMENT_TOKENS if kind == "document" else IMAGE_TOKENS
+                todo.extend(value for key, value in item.items() if key != "source")  # its title, context, citations
             else:
+                extra += server_tool_worst_case(item)
                 todo.extend(item.values())
             chars += sum(len(key) for key in item)
         elif isinstance(item, list):
             todo.extend(item)
         elif isinstance(item, str):
             chars += len(item)
-    return chars // CHARS_PER_TOKEN + media * MEDIA_TOKENS + 16
+    return chars // CHARS_PER_TOKEN + extra + 16
+
+
+def server_tool_worst_case(tool: dict) -> int:
+    """The input a server tool definition (`{"type": "web_fetch_20250910", ...}`) may add; 0 for anything else."""
+    kind = tool.get("type")
+    family = next((name for name in SERVER_TOOL_USE_TOKENS if isinstance(kind, str) and kind.startswith(name + "_")), None)
+    if family is None or "name" not in tool:
+        return 0
+    per_use = _int(tool.get("max_content_tokens")) or SERVER_TOOL_USE_TOKENS[family]
+    return per_use * (_int(tool.get("max_uses")) or SERVER_TOOL_USES)
 
 
 def usage_of(content: bytes) -> tuple[int, int]:

@@ -33,7 +33,7 @@ def class_grade_command(targets: tuple[str, ...], lesson: int | None, jobs: int 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.classroom import bulk, class_report
-    from grader.classroom.class_report import printable
+    from grader.classroom.safe_text import for_terminal
 
     for report in (csv_file, html_file, json_file):
         if report and not report.parent.is_dir():
@@ -51,7 +51,7 @@ def class_grade_command(targets: tuple[str, ...], lesson: int | None, jobs: int 
             progress.update(task, total=sum(1 for student in students if student.path and not student.problem))
 
         def graded(student: bulk.Student) -> None:
-            progress.update(task, advance=1, description=escape(printable(student.name)[:40]))
+            progress.update(task, advance=1, description=escape(for_terminal(student.name)[:40]))
 
         try:
             run = bulk.run_class(list(targets), lesson, jobs, graded, collected, unsafe, timeout)
@@ -72,20 +72,21 @@ def _show(run, console) -> None:
     from rich.table import Table
 
     from grader.classroom.bulk import UNSAFE
-    from grader.classroom.class_report import printable, summary
+    from grader.classroom.class_report import summary
+    from grader.classroom.safe_text import for_terminal
 
     table = Table(title=f"{len(run.students)} entries graded in {run.seconds:.1f} s", title_justify="left")
     for column in ("student", "lesson", "score", "result"):
         table.add_column(column)
     for student in run.students:
-        name = escape(printable(student.name))
+        name = escape(for_terminal(student.name))
         if student.graded:
             mark = "[green]✓[/]" if student.passed else "[red]✗[/]"
             table.add_row(name, str(student.lesson), f"{student.score}/{student.max_score}",
                           f"{mark} {escape(summary(student))}")
         else:
-            table.add_row(name, "", "", f"[yellow]not graded:[/] {escape(printable(student.problem))} "
-                                        f"[dim]({escape(printable(student.source))})[/]")
+            table.add_row(name, "", "", f"[yellow]not graded:[/] {escape(for_terminal(student.problem))} "
+                                        f"[dim]({escape(for_terminal(student.source))})[/]")
     console.print(table)
     if run.sandbox == UNSAFE:
         console.print(f"[bold red]Graded WITHOUT a sandbox[/]: {UNSAFE}")

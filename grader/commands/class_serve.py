@@ -26,8 +26,10 @@ DEFAULT_BUDGET = 500_000
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A file of names, one a line: only they may join.")
 @click.option("--approve", is_flag=True, help="Hold each join (each one not on --roster) until you approve it on the board.")
 @click.option("--joins-per-minute", default=6, show_default=True, type=click.IntRange(0), help="Joins allowed per address a minute (0: no limit).")
+@click.option("--connections-per-address", default=32, show_default=True, type=click.IntRange(1),
+              help="Connections one address may hold open (raise it when students reach the board through one NAT or proxy).")
 def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, budget: int, roster: Path | None, approve: bool,
-                  joins_per_minute: int) -> None:
+                  joins_per_minute: int, connections_per_address: int) -> None:
     """Serve the class board: who is stuck, on what, for how long."""
     api_key = os.environ.get("ANTHROPIC_API_KEY", "")
     if relay and not api_key:
@@ -74,7 +76,7 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
     click.echo(f"Database:      {db.resolve()}   (Ctrl-C stops; serving again from it keeps the class)")
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # uvicorn re-sends the signal after shutting down: end as Ctrl-C does
     try:
-        serve(create_app(store, the_relay, seats), sock, connection_cap(open_files, relay_connections))
+        serve(create_app(store, the_relay, seats), sock, connection_cap(open_files, relay_connections), per_address=connections_per_address)
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down cleanly; Ctrl-C is the normal way to stop
     finally:

@@ -83,7 +83,13 @@ def approve_command(name: str, db: Path) -> None:
     """Approve a seat waiting for it (as the board's Approve button does)."""
     from grader.classroom.safe_text import for_terminal
 
-    _found(_open(db).approve(name), name, db, "waiting for approval ")
+    from grader.classroom.store import ClassFull
+
+    try:
+        approved = _open(db).approve(name)
+    except ClassFull as full:
+        raise WorkshopError(f"{full}: remove a seat before approving {for_terminal(name)!r}") from None
+    _found(approved, name, db, "waiting for approval ")
     click.echo(f"Approved {for_terminal(name)!r}.")
 
 
