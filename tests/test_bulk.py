@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import re
@@ -225,7 +226,7 @@ def _path_without_bwrap(tmp_path: Path) -> str:
     bin_dir.mkdir()
     for folder in os.environ["PATH"].split(os.pathsep):
         for tool in Path(folder).glob("*") if Path(folder).is_dir() else []:
-            if tool.name != "bwrap" and not (bin_dir / tool.name).exists():
+            if tool.name != "bwrap" and not os.path.lexists(bin_dir / tool.name):
                 (bin_dir / tool.name).symlink_to(tool)
     return str(bin_dir)
 
@@ -233,6 +234,10 @@ def _path_without_bwrap(tmp_path: Path) -> str:
 def test_without_a_sandbox_class_grade_refuses_unless_told_and_then_every_report_says_so(workspace, tmp_path, monkeypatch):
     root = workspace(1, solved=True)
     monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path))
+    from grader.grading.backends import bwrap
+
+    # bwrap is probed once a process: a fresh probe for this test's PATH, and the process's own back afterwards
+    monkeypatch.setattr(bwrap, "why_not", functools.cache(bwrap.why_not.__wrapped__))
     refused = CliRunner().invoke(main, ["class", "grade", str(root)])
     assert refused.exit_code == 2 and refused.output.count("\n") == 1, refused.output
     assert "bubblewrap" in refused.output and "apt-get install bubblewrap" in refused.output and "--unsafe-no-sandbox" in refused.output
