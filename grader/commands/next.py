@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from grader.commands.screen import say
+from grader.commands.screen import missing_file, restore_command, say
 from grader.course import git, kit
 from grader.course.render import rebase_answers
 from grader.course.transaction import preflight, transaction
@@ -28,6 +28,10 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
     if number >= len(kit.lessons()):
         raise WorkshopError(f"lesson-{workspace.lesson} is the last lesson; there is no next one. `workshop status` shows your progress.")
     preflight(workspace.path)  # a conflict, a missing .git or a lock is said before a grade, not after
+    gone = missing_file(workspace.path)
+    if gone:  # never commit the deletion: the next lesson's merge would drop the file for good
+        raise WorkshopError(f"{gone} is missing, and the next lesson needs it; bring it back with "
+                            f"{restore_command(gone, workspace.path)}, then run `workshop next` again")
     if not force:
         click.echo(f"Grading lesson {workspace.lesson} before moving on…", err=True)
         outcomes = grade(workspace).outcomes

@@ -64,8 +64,24 @@ def missing_file(workspace: Path | None, cause: str | None = None) -> str | None
     return None
 
 
-def restore_command(part: str) -> str:
-    return f"`git checkout HEAD -- {part.rstrip('/')}`"
+def restore_command(part: str, workspace: Path | None = None) -> str:
+    """The git command that brings `part` back: from HEAD, or from before the commit that deleted it."""
+    path = part.rstrip("/")
+    if workspace is not None and not _git_has(workspace, f"HEAD:{path}"):
+        import subprocess
+
+        deleted = subprocess.run(["git", "log", "-n1", "--format=%h", "--diff-filter=D", "HEAD", "--", path], cwd=workspace,
+                                 capture_output=True, text=True).stdout.strip()
+        if deleted and _git_has(workspace, f"{deleted}~1:{path}"):
+            return f"`git checkout {deleted}~1 -- {path}`"
+        return "`workshop reset --all`"
+    return f"`git checkout HEAD -- {path}`"
+
+
+def _git_has(workspace: Path, spec: str) -> bool:
+    import subprocess
+
+    return subprocess.run(["git", "cat-file", "-e", spec], cwd=workspace, capture_output=True).returncode == 0
 
 
 def location(cause: str) -> tuple[str, int] | None:
@@ -100,7 +116,7 @@ def next_step(result: Grade, pending: bool = False, workspace: Path | None = Non
     count = f"{passed}/{len(result.outcomes)} checks pass."
     gone = missing_file(workspace, cause)
     if gone:
-        return f"[red]{count}[/]\nNext: bring back {_markup(gone)}: {_markup(restore_command(gone))}."
+        return f"[red]{count}[/]\nNext: bring back {_markup(gone)}: {_markup(restore_command(gone, workspace))}."
     if cause:
         where = location(cause)
         spot = _markup(f"{where[0]} line {where[1]}") if where else "the error above"
@@ -272,7 +288,7 @@ def _show_root_cause(console, result: Grade, cause: str, workspace: Path | None)
         console.print(Text.assemble(("✗ ", "red"), (f"{gone} is missing, so {how_many}.", "bold")))
         what = "the rover package" if gone == "rover/" else "it"
         paragraph(console, f"It was in your workspace when the lesson started; {what} comes back from git with "
-                           f"{restore_command(gone).strip('`')}.", 2, style="dim")
+                           f"{restore_command(gone, workspace).strip('`')}.", 2, style="dim")
         return
     console.print(Text.assemble(("✗ ", "red"), (f"rover does not import, so {how_many}:", "bold")))
     paragraph(console, cause, 2)

@@ -1,0 +1,36 @@
+"""The new-user tester's day, through the real commands: each finding fixed stays fixed."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from tests.test_real_life import git, one_line_refusal, run, started, state  # noqa: F401  (started: a fixture)
+
+
+def test_next_force_refuses_a_missing_registry_and_its_advice_works(started):
+    root = started(1)
+    (root / "rover/tools/__init__.py").unlink()
+    before = state(root)
+    one_line_refusal(run("next", "--force"), "rover/tools/__init__.py is missing", "git checkout HEAD -- rover/tools/__init__.py")
+    assert state(root) == before  # the deletion was not committed, the lesson did not move
+    subprocess.run(["git", "checkout", "HEAD", "--", "rover/tools/__init__.py"], cwd=root, check=True)
+    assert (root / "rover/tools/__init__.py").is_file()
+
+
+def test_a_committed_deletion_gets_advice_that_works(started):
+    root = started(1)
+    (root / "rover/tools/__init__.py").unlink()
+    subprocess.run("git add -A && git -c user.name=a -c user.email=a@b commit -qm gone", shell=True, cwd=root, check=True)
+    refusal = run("next", "--force")
+    one_line_refusal(refusal, "rover/tools/__init__.py is missing")
+    advice = refusal.output.split("with `", 1)[1].split("`", 1)[0]
+    assert "HEAD --" not in advice and " ".join(run("check").output.split()).endswith(f"`{advice}`.")
+    subprocess.run(advice, shell=True, cwd=root, check=True)
+    assert run("next", "--force").exit_code == 0 and (root / "rover/tools/__init__.py").is_file()
+
+
+def test_next_force_refuses_when_rover_is_gone(started):
+    root = started(1)
+    shutil.rmtree(root / "rover")
+    one_line_refusal(run("next", "--force"), "rover/ is missing", "git checkout HEAD -- rover")
+    assert "lesson: 1" in (root / ".copier-answers.yml").read_text()
