@@ -34,3 +34,27 @@ def test_next_force_refuses_when_rover_is_gone(started):
     shutil.rmtree(root / "rover")
     one_line_refusal(run("next", "--force"), "rover/ is missing", "git checkout HEAD -- rover")
     assert "lesson: 1" in (root / ".copier-answers.yml").read_text()
+
+
+def test_a_stale_lock_in_the_template_cache_is_cleared(tmp_path, monkeypatch, started):
+    from grader.course.template_repo import template_source
+
+    lock = template_source() / ".git/index.lock"
+    lock.write_text("")
+    root = started(1)  # start renders through the cache
+    assert not lock.exists()
+    lock.write_text("")
+    assert run("next", "--force").exit_code == 0 and "lesson: 2" in (root / ".copier-answers.yml").read_text()
+
+
+def test_a_broken_template_cache_is_one_line(tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    from grader.course.template_repo import location
+
+    monkeypatch.setenv("WORKSHOP_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache/template/.git").mkdir(parents=True)  # a .git that is no repository
+    (Path(os.environ["WORKSHOP_CACHE"]) / "template/.git/HEAD").write_text("garbage\n")
+    monkeypatch.chdir(tmp_path)
+    one_line_refusal(run("start", "lesson-0", "ws"), "template cache", str(location()), "rm -rf")
