@@ -58,3 +58,14 @@ def test_a_broken_template_cache_is_one_line(tmp_path, monkeypatch):
     (Path(os.environ["WORKSHOP_CACHE"]) / "template/.git/HEAD").write_text("garbage\n")
     monkeypatch.chdir(tmp_path)
     one_line_refusal(run("start", "lesson-0", "ws"), "template cache", str(location()), "rm -rf")
+
+
+def test_hint_where_its_memory_cannot_be_written(started):
+    root = started(1)
+    (root / ".git/workshop-hints.json").mkdir()  # any write there fails, as on a read-only file system
+    for _ in range(2):
+        shown = run("hint")
+        assert shown.exit_code == 0 and "Traceback" not in shown.output and "Hint 1 of" in shown.output, shown.output
+    (root / ".git/workshop-hints.json").rmdir()
+    (root / ".git/workshop-hints.json").write_text("not json")
+    assert "Hint 1 of" in run("hint").output and "Hint 2 of" in run("hint").output

@@ -26,10 +26,17 @@ def _memory(workspace_path: Path) -> Path:
 def next_level(workspace_path: Path, check_id: str, count: int) -> int:
     """The level to show now: one more than last time, stopping at the last."""
     memory = _memory(workspace_path)
-    seen = json.loads(memory.read_text()) if memory.is_file() else {}
-    level = min(seen.get(check_id, 0) + 1, count)
+    try:
+        seen = json.loads(memory.read_text())
+        seen = seen if isinstance(seen, dict) else {}
+    except (OSError, ValueError):  # none yet, unreadable, or garbled: start from level 1
+        seen = {}
+    level = min(int(seen.get(check_id, 0)) + 1, count) if str(seen.get(check_id, 0)).isdigit() else 1
     if memory.parent.is_dir():
-        memory.write_text(json.dumps({**seen, check_id: level}))
+        try:
+            memory.write_text(json.dumps({**seen, check_id: level}))
+        except OSError:  # a read-only workspace: the hint is still shown, only not remembered
+            pass
     return level
 
 
