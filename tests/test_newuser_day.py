@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import subprocess
 
 from tests.test_real_life import git, one_line_refusal, run, started, state  # noqa: F401  (started: a fixture)
@@ -69,3 +70,36 @@ def test_hint_where_its_memory_cannot_be_written(started):
     (root / ".git/workshop-hints.json").rmdir()
     (root / ".git/workshop-hints.json").write_text("not json")
     assert "Hint 1 of" in run("hint").output and "Hint 2 of" in run("hint").output
+
+
+CTRL_C_DURING = """
+import os, runpy, signal, sys
+
+class CtrlC:  # a Ctrl-C that arrives while `{module}` is about to load
+    def find_spec(self, name, path=None, target=None):
+        if name == "{module}":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["workshop", "status"]
+runpy.run_module("grader.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_before_the_kits_own_handler_is_quiet(started):
+    root = started(1)
+    for module in ("grader.ctrl_c", "click", "grader.commands.check"):
+        probe = subprocess.run([sys.executable, "-c", CTRL_C_DURING.format(module=module)], cwd=root,
+                               capture_output=True, text=True, timeout=60)
+        assert probe.returncode == 130, (module, probe.returncode, probe.stderr[-800:])
+        assert "Traceback" not in probe.stderr and "KeyboardInterrupt" not in probe.stderr
+        assert probe.stderr.strip() == "workshop: interrupted"
+
+
+def test_after_loading_ctrl_c_is_a_keyboard_interrupt_again():
+    probe = subprocess.run([sys.executable, "-c", "import signal, grader.cli; "
+                            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == "True", probe.stderr
