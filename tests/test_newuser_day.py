@@ -103,3 +103,13 @@ def test_after_loading_ctrl_c_is_a_keyboard_interrupt_again():
                             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "True", probe.stderr
+
+
+def test_a_lesson_that_never_passed_is_unfinished_not_a_regression(started):
+    root = started(1)
+    assert run("next", "--force").exit_code == 0
+    checked = " ".join(run("check").output.split())
+    assert "regression" not in checked and "passed before" not in checked
+    assert "(lesson 1 is unfinished)" in checked
+    status = run("status", columns=120).output
+    assert "regressed" not in status and "unfinished" in status

@@ -15,6 +15,7 @@ import click
 
 from grader.commands.screen import missing_file, restore_command, say
 from grader.course import git, kit
+from grader.course.progress import remember
 from grader.course.render import rebase_answers
 from grader.course.transaction import preflight, transaction
 from grader.course.workspace import Workspace, here
@@ -43,6 +44,7 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
                 f"lesson-{workspace.lesson} still has {len(failing)} failing check(s), the first being {failing[0].check.id}; "
                 "finish them (`workshop check`, `workshop hint`) or move on anyway with `workshop next --force`"
             )
+        remember(workspace.path, outcomes)  # every lesson so far passed: a failure later is a regression
     click.echo(f"Merging lesson {number} into a copy of your workspace (a few seconds)…", err=True)
     with transaction(workspace.path) as copy:
         rebase_answers(copy, workspace.lesson, workspace.solved, copy.parent)

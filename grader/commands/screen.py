@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from grader.course import kit
+from grader.course.progress import remember
 from grader.grading.grade import Grade
 from grader.grading.runner import Outcome
 
@@ -102,7 +103,7 @@ def show(result: Grade, everything: bool = False, pending: bool = False, workspa
     if cause or missing_file(workspace, None):
         _show_root_cause(console, result, cause or "", workspace)
     else:
-        _show_lessons(console, result, everything, pending)
+        _show_lessons(console, result, everything, pending, remember(workspace, result.outcomes) if workspace else set())
     console.print()
     if footer:
         print_wrapped(console, footer)
@@ -132,11 +133,13 @@ def next_step(result: Grade, pending: bool = False, workspace: Path | None = Non
             return f"[green]All {passed} checks pass.[/] {score} That was the last lesson: Rover is complete."
         return f"[green]All {passed} checks pass.[/] {score} Ready for `workshop next`."
     file = kit.lesson(first.check.lesson).file
-    again = " (it passed before: a regression)" if first.check.lesson < result.lesson else ""
+    passed_before = remember(workspace, result.outcomes) if workspace is not None else set()
+    again = "" if first.check.lesson >= result.lesson else (
+        " (it passed before: a regression)" if first.check.lesson in passed_before else f" (lesson {first.check.lesson} is unfinished)")
     return f"{count}\nNext: {first.check.id} in {file}{again}. Stuck? `workshop hint {first.check.id}`"
 
 
-def _show_lessons(console, result: Grade, everything: bool, pending: bool) -> None:
+def _show_lessons(console, result: Grade, everything: bool, pending: bool, passed_before: set[int] = frozenset()) -> None:
     by_lesson: dict[int, list[Outcome]] = {}
     for outcome in result.outcomes:
         by_lesson.setdefault(outcome.check.lesson, []).append(outcome)
@@ -150,7 +153,7 @@ def _show_lessons(console, result: Grade, everything: bool, pending: bool) -> No
         _fold(console, folded, by_lesson)
         folded = []
         if outcomes:
-            _show_lesson(console, number, outcomes, result.lesson, everything)
+            _show_lesson(console, number, outcomes, result.lesson, everything, number in passed_before)
     _fold(console, folded, by_lesson)
 
 
@@ -174,14 +177,16 @@ def in_full(outcomes: list[Outcome], everything: bool = False) -> list[Outcome]:
     return list(dict.fromkeys(outcome for outcome in failing[:1] + [real] if outcome))
 
 
-def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, everything: bool = False) -> None:
+def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, everything: bool = False,
+                 passed_before: bool = False) -> None:
     from rich.text import Text
 
     passed = sum(outcome.passed for outcome in outcomes)
     lesson = kit.lesson(number)
     fresh = number == current and passed == 0
     note = f", your lesson: open {lesson.file}" if fresh else (
-        ", passed before: a change since broke it" if number < current and passed < len(outcomes) else "")
+        "" if number >= current or passed == len(outcomes) else
+        ", passed before: a change since broke it" if passed_before else ", unfinished")
     console.print(heading(f"lesson {number} ({lesson.title}): {passed}/{len(outcomes)}", console.width, note=note))
     width = min(ID_WIDTH, max(len(outcome.check.id) for outcome in outcomes))
     full = in_full(outcomes, everything)
