@@ -5,6 +5,8 @@ import shutil
 import sys
 import subprocess
 
+import pytest
+
 from tests.test_real_life import git, one_line_refusal, run, started, state  # noqa: F401  (started: a fixture)
 
 
@@ -113,3 +115,53 @@ def test_a_lesson_that_never_passed_is_unfinished_not_a_regression(started):
     assert "(lesson 1 is unfinished)" in checked
     status = run("status", columns=120).output
     assert "regressed" not in status and "unfinished" in status
+
+
+@pytest.fixture
+def no_identity(tmp_path, monkeypatch):
+    """A new laptop: git knows no name or email, and will not guess one."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tuseConfigOnly = true\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def advice(result) -> str:
+    """The first `command` in a refusal."""
+    return result.output.split("`", 2)[1]
+
+
+def test_the_git_init_advice_works_with_no_identity(started, no_identity):
+    root = started(1)
+    shutil.rmtree(root / ".git")
+    refusal = run("next", "--force")
+    one_line_refusal(refusal, "git init")
+    assert subprocess.run("git commit -q --allow-empty -m x", shell=True, cwd=root, capture_output=True).returncode != 0, \
+        "git really has no identity here"
+    subprocess.run(advice(refusal), shell=True, cwd=root, check=True, capture_output=True)
+    assert run("next", "--force").exit_code == 0
+
+
+def test_a_students_own_merge_is_undone_with_merge_abort(started, no_identity):
+    root = started(1)
+    read = root / "rover/tools/read.py"
+    commit = ["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qam"]
+    subprocess.run(["git", "checkout", "-qb", "idea"], cwd=root, check=True)
+    read.write_text("# idea\n")
+    subprocess.run([*commit, "idea"], cwd=root, check=True)
+    subprocess.run(["git", "checkout", "-q", "-"], cwd=root, check=True)
+    read.write_text("# other\n")
+    subprocess.run([*commit, "other"], cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@b", "merge", "-q", "idea"], cwd=root, capture_output=True)
+    assert (root / ".git/MERGE_HEAD").exists()
+    refusal = run("next", "--force")
+    one_line_refusal(refusal, "rover/tools/read.py", "git merge --abort")
+    assert "reset --hard" not in refusal.output
+    resolve = refusal.output.split("then `", 1)[1].split("`", 1)[0]
+    assert "user.name" in resolve
+    subprocess.run("git merge --abort", shell=True, cwd=root, check=True)
+    assert read.read_text() == "# other\n" and not (root / ".git/MERGE_HEAD").exists()

@@ -84,7 +84,7 @@ def next_command(force: bool) -> None:
         say(
             f"Moved to lesson {lesson.number}, but {len(conflicts)} file(s) mix your changes with the new lesson's and need you: "
             f"{', '.join(conflicts)}. Edit them (keep what you want between the <<<<<<< and >>>>>>> markers), then "
-            "`git add -A && git commit`; or undo the move with `git reset --hard && git clean -fd`.", err=True)
+            f"`{git.commit_command(workspace.path, 'Resolve')}`; or undo the move with `git reset --hard && git clean -fd`.", err=True)
         sys.exit(1)
     say(f"Lesson {lesson.number}: {lesson.title}. Your work came along (see `git log`). "
         f"Next: `workshop lesson`, then `workshop check`.")
