@@ -165,3 +165,16 @@ def test_a_students_own_merge_is_undone_with_merge_abort(started, no_identity):
     assert "user.name" in resolve
     subprocess.run("git merge --abort", shell=True, cwd=root, check=True)
     assert read.read_text() == "# other\n" and not (root / ".git/MERGE_HEAD").exists()
+
+
+def test_hint_and_demo_name_the_missing_file_as_check_does(started):
+    root = started(2)
+    (root / "rover/tools/__init__.py").unlink()
+    hint = " ".join(run("hint").output.split())
+    assert "rover/tools/__init__.py is missing" in hint and "git checkout HEAD -- rover/tools/__init__.py" in hint
+    assert "agent.py" not in hint and "Hint 1" not in hint
+    one_line_refusal(run("demo"), "rover/tools/__init__.py is missing", "git checkout HEAD -- rover/tools/__init__.py")
+    shutil.rmtree(root / "rover")
+    hint = " ".join(run("hint").output.split())
+    assert "rover/ is missing" in hint and "No module named" not in hint and "git checkout HEAD -- rover`" in hint
+    one_line_refusal(run("demo"), "rover/ is missing", "git checkout HEAD -- rover`")

@@ -13,7 +13,7 @@ import click
 
 from grader.course import kit
 from grader.errors import WorkshopError
-from grader.commands.screen import root_cause, say, source_line, traceback_command
+from grader.commands.screen import missing_file, missing_said, root_cause, say, source_line, traceback_command
 from grader.grading.grade import checks_up_to, grade
 from grader.grading.runner import run_checks
 from grader.course.workspace import here
@@ -55,6 +55,10 @@ def hint_command(check_id: str | None, level: int | None) -> None:
     else:
         result = grade(workspace)
         cause = root_cause(result)
+        gone = missing_file(workspace.path, cause)
+        if gone:  # the same cause `check` and `status` name, not the import error it leads to
+            say(f"No hint can help yet: {missing_said(gone, workspace.path)} (no hint level was used).")
+            return
         if cause:
             say(f"No hint can help yet: rover does not import, so the failing checks stop at: {cause}")
             code = source_line(cause, workspace.path)

@@ -65,6 +65,11 @@ def missing_file(workspace: Path | None, cause: str | None = None) -> str | None
     return None
 
 
+def missing_said(part: str, workspace: Path) -> str:
+    """One sentence for `hint`, `demo` and `next`: what is gone, and the command that brings it back."""
+    return f"{part} is missing, so rover cannot even be imported; bring it back with {restore_command(part, workspace)}"
+
+
 def restore_command(part: str, workspace: Path | None = None) -> str:
     """The git command that brings `part` back: from HEAD, or from before the commit that deleted it."""
     path = part.rstrip("/")
