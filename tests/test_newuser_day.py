@@ -6,6 +6,9 @@ import sys
 import subprocess
 
 import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
 
 from tests.test_real_life import git, one_line_refusal, run, started, state  # noqa: F401  (started: a fixture)
 
@@ -178,3 +181,28 @@ def test_hint_and_demo_name_the_missing_file_as_check_does(started):
     hint = " ".join(run("hint").output.split())
     assert "rover/ is missing" in hint and "No module named" not in hint and "git checkout HEAD -- rover`" in hint
     one_line_refusal(run("demo"), "rover/ is missing", "git checkout HEAD -- rover`")
+
+
+def test_reset_prompt_wraps_between_words_and_ctrl_c_is_130(started, monkeypatch):
+    import builtins
+
+    import grader.commands.reset as reset
+
+    root = started(1)
+    monkeypatch.setattr(reset, "can_ask", lambda: True)
+    monkeypatch.setenv("COLUMNS", "80")
+    said = CliRunner().invoke(main, ["reset", "--all"], input="n\n", catch_exceptions=False, env={"COLUMNS": "80"})
+    assert said.exit_code == 1 and "Nothing reset" in said.output
+    prompt = said.output.split("[y/N]:")[0]
+    assert all(len(line) <= 80 for line in prompt.splitlines()), prompt
+    assert " ".join(prompt.split()) == "Reset every file of the lesson, and stash, to how the lesson started? Your version stays in git"
+    assert all(not line.endswith(("-", "Rese", "fi")) for line in prompt.splitlines())
+    before = state(root)
+
+    def ctrl_c(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(builtins, "input", ctrl_c)
+    stopped = CliRunner().invoke(main, ["reset", "read"], catch_exceptions=False)
+    assert stopped.exit_code == 130 and "Aborted" not in stopped.output and "Traceback" not in stopped.output
+    assert state(root) == before
