@@ -206,3 +206,9 @@ def test_reset_prompt_wraps_between_words_and_ctrl_c_is_130(started, monkeypatch
     stopped = CliRunner().invoke(main, ["reset", "read"], catch_exceptions=False)
     assert stopped.exit_code == 130 and "Aborted" not in stopped.output and "Traceback" not in stopped.output
     assert state(root) == before
+
+
+def test_reports_is_loaded_before_any_grading():
+    probe = subprocess.run([sys.executable, "-c", "import sys, grader.commands.check; print('grader.grading.reports' in sys.modules)"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == "True", probe.stderr

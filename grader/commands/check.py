@@ -12,6 +12,7 @@ import click
 from grader.classroom.report import share_with_class
 from grader.commands.screen import show
 from grader.errors import WorkshopError
+from grader.grading import reports  # before any grading: student code run in-process cannot swap it (issue 17)
 from grader.grading.boundary import in_process_note
 from grader.grading.grade import dumps, grade, workspace_for, written_atomically
 
@@ -58,8 +59,6 @@ def _reports(result, started: datetime, **paths: Path | None) -> None:
     """Each report asked for, written whole or not at all (a killed run leaves no file that claims a score)."""
     if not any(paths.values()):
         return
-    from grader.grading import reports
-
     writers = {"junit": lambda target: reports.write_junit(result, target, started),
                "gradescope": lambda target: reports.write_gradescope(result, target),
                "classroom": lambda target: reports.write_classroom(result, target)}
