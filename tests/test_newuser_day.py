@@ -212,3 +212,13 @@ def test_reports_is_loaded_before_any_grading():
     probe = subprocess.run([sys.executable, "-c", "import sys, grader.commands.check; print('grader.grading.reports' in sys.modules)"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "True", probe.stderr
+
+
+@pytest.mark.parametrize("lesson, check_id", [(2, "bash.kills-group"), (3, "edit.all-or-nothing")])
+def test_a_stub_lessons_failures_are_plain(started, lesson, check_id):
+    started(lesson)
+    shown = run("check", "--all").output
+    row = shown.split(f"✗ {check_id}", 1)[1].split("\n  ✗", 1)[0]
+    assert "not written yet" in " ".join(row.split()), row
+    assert "crashed" not in row and "child.pid'" not in row and "\\n" not in row, row
+    assert "crashed" not in run("check").output
