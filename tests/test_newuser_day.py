@@ -1,9 +1,12 @@
 """The new-user tester's day, through the real commands: each finding fixed stays fixed."""
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import sys
 import subprocess
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -222,3 +225,21 @@ def test_a_stub_lessons_failures_are_plain(started, lesson, check_id):
     assert "not written yet" in " ".join(row.split()), row
     assert "crashed" not in row and "child.pid'" not in row and "\\n" not in row, row
     assert "crashed" not in run("check").output
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_watch_ended_by_a_signal_leaves_no_temp_folder(started, tmp_path, signum):
+    root = started(1)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    watcher = subprocess.Popen([sys.executable, "-m", "grader.cli", "watch"], cwd=root, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)})
+    deadline = time.monotonic() + 60
+    while not list(scratch.glob("workshop-watch-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(scratch.glob("workshop-watch-*")), "watch made its scratch folder"
+    time.sleep(0.5)  # the kit's imports are in and the first grade has begun
+    watcher.send_signal(signum)
+    out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 128 + signum, (watcher.returncode, err[-500:])
+    assert list(scratch.iterdir()) == [] and "Traceback" not in err
