@@ -7,6 +7,7 @@ import signal
 import sys
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -243,3 +244,28 @@ def test_watch_ended_by_a_signal_leaves_no_temp_folder(started, tmp_path, signum
     out, err = watcher.communicate(timeout=30)
     assert watcher.returncode == 128 + signum, (watcher.returncode, err[-500:])
     assert list(scratch.iterdir()) == [] and "Traceback" not in err
+
+
+def test_an_unwritable_cache_is_named_not_the_workspace(started, tmp_path, monkeypatch):
+    root = started(1)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("WORKSHOP_CACHE", str(blocker))
+    before = state(root)
+    one_line_refusal(run("next", "--force"), "template cache", str(blocker), "WORKSHOP_CACHE")
+    assert state(root) == before
+    monkeypatch.chdir(tmp_path)
+    one_line_refusal(run("start", "lesson-0", "fresh"), "template cache", "WORKSHOP_CACHE")
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_a_report_folder_that_cannot_be_written_is_not_told_to_be_made(started, tmp_path, monkeypatch):
+    started(1)
+    unwritable = tmp_path / "locked"
+    unwritable.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == unwritable else real_access(path, mode))
+    refusal = run("check", "--junit", str(unwritable / "r.xml"))
+    one_line_refusal(refusal, "cannot be written")
+    assert "mkdir" not in refusal.output and "does not exist" not in refusal.output
+    one_line_refusal(run("check", "--junit", str(tmp_path / "nowhere/r.xml")), "does not exist", "mkdir -p")

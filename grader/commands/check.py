@@ -19,9 +19,12 @@ from grader.grading.grade import dumps, grade, workspace_for, written_atomically
 
 def _writable(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
     """Refuse a report path that cannot be written before grading, not after (when the report would be lost)."""
-    if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK)):
-        raise WorkshopError(f"{param.opts[0]} {path}: the folder {path.parent} does not exist or is not writable; "
+    if path is not None and not path.parent.is_dir():
+        raise WorkshopError(f"{param.opts[0]} {path}: the folder {path.parent} does not exist; "
                             f"make it first (`mkdir -p {path.parent}`) or write the report elsewhere")
+    if path is not None and not os.access(path.parent, os.W_OK):
+        raise WorkshopError(f"{param.opts[0]} {path}: the folder {path.parent} cannot be written; "
+                            f"write the report somewhere you can write (e.g. `{param.opts[0]} /tmp/{path.name}`)")
     return path
 
 

@@ -44,10 +44,15 @@ def template_source() -> Path:
     Renders copy from its commits, so only the sync itself needs the lock (several `workshop start`s at once).
     """
     repo = location()
-    repo.parent.mkdir(parents=True, exist_ok=True)
-    with open(repo.parent / "template.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return _sync(repo)
+    try:
+        repo.parent.mkdir(parents=True, exist_ok=True)
+        with open(repo.parent / "template.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return _sync(repo)
+    except OSError as problem:  # the kit's cache, not the workspace: say so, and where
+        raise WorkspaceProblem(f"the kit's template cache {repo.parent} cannot be written ({problem.strerror or problem}: "
+                               f"{problem.filename}); make it writable, or set WORKSHOP_CACHE to a folder you can write "
+                               "(`export WORKSHOP_CACHE=~/.cache/workshop`), and run the command again") from None
 
 
 def versions(repo: Path) -> list[str]:
