@@ -269,3 +269,18 @@ def test_a_report_folder_that_cannot_be_written_is_not_told_to_be_made(started, 
     one_line_refusal(refusal, "cannot be written")
     assert "mkdir" not in refusal.output and "does not exist" not in refusal.output
     one_line_refusal(run("check", "--junit", str(tmp_path / "nowhere/r.xml")), "does not exist", "mkdir -p")
+
+
+def test_watchs_run_rule_spans_a_wide_terminal(started):
+    import io
+
+    from rich.console import Console
+
+    import grader.commands.watch as watching
+    from grader.course.workspace import Workspace
+
+    root = started(1)
+    screen = io.StringIO()
+    watching.watch(Workspace.find(root), interval=0.1, rounds=1, console=Console(file=screen, width=120, highlight=False))
+    rule = next(line for line in screen.getvalue().splitlines() if line.startswith("── run 1"))
+    assert len(rule) == 120 and rule.endswith("─"), rule

@@ -57,7 +57,7 @@ def watch(workspace: Workspace, interval: float = 0.5, rounds: int | None = None
         opening = f"── run {graded} · {time.strftime('%H:%M:%S')}{f' · {saved} saved' if saved else ''} "
         for result, pending in stages(workspace, console):
             _clear(console)
-            console.print(f"[dim]{opening.ljust(min(console.width, 80), '─')}[/]")
+            console.print(f"[dim]{opening.ljust(console.width, '─')}[/]")
             footer = WAITING if missing_file(workspace.path) == "rover/" else FOOTER
             draw(console, result, pending, workspace.path, f"[dim]Run {graded}, graded at {time.strftime('%H:%M:%S')}. {footer}[/]")
 
