@@ -1,7 +1,19 @@
 """The `workshop` command: one click group, each command in a module of its own; Ctrl-C exits 130 (grader.ctrl_c)."""
-from __future__ import annotations
-
+import signal  # the very first lines: from here on a Ctrl-C is quiet (exit 130), even while the kit still loads
 import sys
+
+
+def _interrupted_while_starting(signum, frame) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stderr.write("\nworkshop: interrupted\n")
+    raise SystemExit(130)
+
+
+try:
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored Ctrl-C (nohup) stays ignored
+        _interrupted_while_starting.before = signal.signal(signal.SIGINT, _interrupted_while_starting)  # grader.ctrl_c restores it
+except ValueError:  # not the main thread (the kit imported by a test's thread): signals are not ours to set
+    pass
 
 
 def refuse_native_windows() -> None:

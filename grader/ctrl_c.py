@@ -22,6 +22,7 @@ def _while_loading(signum, frame) -> None:
 
 _MAIN = threading.current_thread() is threading.main_thread()
 _BEFORE = signal.signal(signal.SIGINT, _while_loading) if _MAIN else None
+_BEFORE = getattr(_BEFORE, "before", _BEFORE)  # grader.cli's first handler stands for the one before it
 
 
 def loaded() -> None:

@@ -12,15 +12,19 @@ import click
 from grader.classroom.report import share_with_class
 from grader.commands.screen import show
 from grader.errors import WorkshopError
+from grader.grading import reports  # before any grading: student code run in-process cannot swap it (issue 17)
 from grader.grading.boundary import in_process_note
 from grader.grading.grade import dumps, grade, workspace_for, written_atomically
 
 
 def _writable(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
     """Refuse a report path that cannot be written before grading, not after (when the report would be lost)."""
-    if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK)):
-        raise WorkshopError(f"{param.opts[0]} {path}: the folder {path.parent} does not exist or is not writable; "
+    if path is not None and not path.parent.is_dir():
+        raise WorkshopError(f"{param.opts[0]} {path}: the folder {path.parent} does not exist; "
                             f"make it first (`mkdir -p {path.parent}`) or write the report elsewhere")
+    if path is not None and not os.access(path.parent, os.W_OK):
+        raise WorkshopError(f"{param.opts[0]} {path}: the folder {path.parent} cannot be written; "
+                            f"write the report somewhere you can write (e.g. `{param.opts[0]} /tmp/{path.name}`)")
     return path
 
 
@@ -58,8 +62,6 @@ def _reports(result, started: datetime, **paths: Path | None) -> None:
     """Each report asked for, written whole or not at all (a killed run leaves no file that claims a score)."""
     if not any(paths.values()):
         return
-    from grader.grading import reports
-
     writers = {"junit": lambda target: reports.write_junit(result, target, started),
                "gradescope": lambda target: reports.write_gradescope(result, target),
                "classroom": lambda target: reports.write_classroom(result, target)}

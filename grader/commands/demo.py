@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from grader.commands.screen import say
+from grader.commands.screen import missing_file, missing_said, say
 from grader.course import kit
 from grader.errors import WorkshopError
 from grader.course.render import PRISTINE
@@ -34,6 +34,9 @@ def demo_command(lesson_id: str | None, tokens: bool) -> None:
         raise WorkshopError(str(problem)) from None
     if number > workspace.lesson:
         raise WorkshopError(f"lesson-{number}'s demo needs tools this workspace does not have yet (it is at lesson-{workspace.lesson})")
+    gone = missing_file(workspace.path)
+    if gone:
+        raise WorkshopError(missing_said(gone, workspace.path))
     lesson = kit.lesson(number)
     with tempfile.TemporaryDirectory(prefix="workshop-demo-") as scratch:
         stash = Path(shutil.copytree(kit.root() / "stash", Path(scratch) / "stash", ignore=PRISTINE))

@@ -13,7 +13,7 @@ import click
 
 from grader.course import kit
 from grader.errors import WorkshopError
-from grader.commands.screen import root_cause, say, source_line, traceback_command
+from grader.commands.screen import missing_file, missing_said, root_cause, say, source_line, traceback_command
 from grader.grading.grade import checks_up_to, grade
 from grader.grading.runner import run_checks
 from grader.course.workspace import here
@@ -26,10 +26,17 @@ def _memory(workspace_path: Path) -> Path:
 def next_level(workspace_path: Path, check_id: str, count: int) -> int:
     """The level to show now: one more than last time, stopping at the last."""
     memory = _memory(workspace_path)
-    seen = json.loads(memory.read_text()) if memory.is_file() else {}
-    level = min(seen.get(check_id, 0) + 1, count)
+    try:
+        seen = json.loads(memory.read_text())
+        seen = seen if isinstance(seen, dict) else {}
+    except (OSError, ValueError):  # none yet, unreadable, or garbled: start from level 1
+        seen = {}
+    level = min(int(seen.get(check_id, 0)) + 1, count) if str(seen.get(check_id, 0)).isdigit() else 1
     if memory.parent.is_dir():
-        memory.write_text(json.dumps({**seen, check_id: level}))
+        try:
+            memory.write_text(json.dumps({**seen, check_id: level}))
+        except OSError:  # a read-only workspace: the hint is still shown, only not remembered
+            pass
     return level
 
 
@@ -48,6 +55,10 @@ def hint_command(check_id: str | None, level: int | None) -> None:
     else:
         result = grade(workspace)
         cause = root_cause(result)
+        gone = missing_file(workspace.path, cause)
+        if gone:  # the same cause `check` and `status` name, not the import error it leads to
+            say(f"No hint can help yet: {missing_said(gone, workspace.path)} (no hint level was used).")
+            return
         if cause:
             say(f"No hint can help yet: rover does not import, so the failing checks stop at: {cause}")
             code = source_line(cause, workspace.path)

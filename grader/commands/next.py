@@ -13,8 +13,9 @@ from pathlib import Path
 
 import click
 
-from grader.commands.screen import say
+from grader.commands.screen import missing_file, restore_command, say
 from grader.course import git, kit
+from grader.course.progress import remember
 from grader.course.render import rebase_answers
 from grader.course.transaction import preflight, transaction
 from grader.course.workspace import Workspace, here
@@ -28,6 +29,10 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
     if number >= len(kit.lessons()):
         raise WorkshopError(f"lesson-{workspace.lesson} is the last lesson; there is no next one. `workshop status` shows your progress.")
     preflight(workspace.path)  # a conflict, a missing .git or a lock is said before a grade, not after
+    gone = missing_file(workspace.path)
+    if gone:  # never commit the deletion: the next lesson's merge would drop the file for good
+        raise WorkshopError(f"{gone} is missing, and the next lesson needs it; bring it back with "
+                            f"{restore_command(gone, workspace.path)}, then run `workshop next` again")
     if not force:
         click.echo(f"Grading lesson {workspace.lesson} before moving on…", err=True)
         outcomes = grade(workspace).outcomes
@@ -39,6 +44,7 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
                 f"lesson-{workspace.lesson} still has {len(failing)} failing check(s), the first being {failing[0].check.id}; "
                 "finish them (`workshop check`, `workshop hint`) or move on anyway with `workshop next --force`"
             )
+        remember(workspace.path, outcomes)  # every lesson so far passed: a failure later is a regression
     click.echo(f"Merging lesson {number} into a copy of your workspace (a few seconds)…", err=True)
     with transaction(workspace.path) as copy:
         rebase_answers(copy, workspace.lesson, workspace.solved, copy.parent)
@@ -78,7 +84,7 @@ def next_command(force: bool) -> None:
         say(
             f"Moved to lesson {lesson.number}, but {len(conflicts)} file(s) mix your changes with the new lesson's and need you: "
             f"{', '.join(conflicts)}. Edit them (keep what you want between the <<<<<<< and >>>>>>> markers), then "
-            "`git add -A && git commit`; or undo the move with `git reset --hard && git clean -fd`.", err=True)
+            f"`{git.commit_command(workspace.path, 'Resolve')}`; or undo the move with `git reset --hard && git clean -fd`.", err=True)
         sys.exit(1)
     say(f"Lesson {lesson.number}: {lesson.title}. Your work came along (see `git log`). "
         f"Next: `workshop lesson`, then `workshop check`.")

@@ -68,6 +68,21 @@ def can_ask() -> bool:
     return sys.stdin.isatty()
 
 
+def ask(question: str) -> bool:
+    """A y/N question wrapped between words; Ctrl-C is a Ctrl-C (exit 130, not click's "Aborted!"), end of input a no."""
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size().columns - 1)
+    click.echo(textwrap.fill(f"{question} [y/N]:", width, break_long_words=False, break_on_hyphens=False) + " ", nl=False)
+    try:
+        answer = input()
+    except EOFError:
+        click.echo()
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 @click.command("reset")
 @click.argument("what", required=False, metavar="stash|TOOL")
 @click.option("--all", "everything", is_flag=True, help="Reset every file the lesson started with, and stash.")
@@ -88,7 +103,7 @@ def reset_command(what: str | None, everything: bool, yes: bool) -> None:
     if not yes and not can_ask():
         click.echo(f"Nothing reset: there is no terminal to ask in; {again} resets without asking.", err=True)
         sys.exit(1)
-    if not yes and not click.confirm(f"Reset {label} to how the lesson started? Your version stays in git", default=False):
+    if not yes and not ask(f"Reset {label} to how the lesson started? Your version stays in git"):
         click.echo(f"Nothing reset. ({again} resets without asking.)", err=True)
         sys.exit(1)
     if everything:

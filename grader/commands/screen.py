@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from grader.course import kit
+from grader.course.progress import remember
 from grader.grading.grade import Grade
 from grader.grading.runner import Outcome
 
@@ -64,8 +65,29 @@ def missing_file(workspace: Path | None, cause: str | None = None) -> str | None
     return None
 
 
-def restore_command(part: str) -> str:
-    return f"`git checkout HEAD -- {part.rstrip('/')}`"
+def missing_said(part: str, workspace: Path) -> str:
+    """One sentence for `hint`, `demo` and `next`: what is gone, and the command that brings it back."""
+    return f"{part} is missing, so rover cannot even be imported; bring it back with {restore_command(part, workspace)}"
+
+
+def restore_command(part: str, workspace: Path | None = None) -> str:
+    """The git command that brings `part` back: from HEAD, or from before the commit that deleted it."""
+    path = part.rstrip("/")
+    if workspace is not None and not _git_has(workspace, f"HEAD:{path}"):
+        import subprocess
+
+        deleted = subprocess.run(["git", "log", "-n1", "--format=%h", "--diff-filter=D", "HEAD", "--", path], cwd=workspace,
+                                 capture_output=True, text=True).stdout.strip()
+        if deleted and _git_has(workspace, f"{deleted}~1:{path}"):
+            return f"`git checkout {deleted}~1 -- {path}`"
+        return "`workshop reset --all`"
+    return f"`git checkout HEAD -- {path}`"
+
+
+def _git_has(workspace: Path, spec: str) -> bool:
+    import subprocess
+
+    return subprocess.run(["git", "cat-file", "-e", spec], cwd=workspace, capture_output=True).returncode == 0
 
 
 def location(cause: str) -> tuple[str, int] | None:
@@ -86,7 +108,7 @@ def show(result: Grade, everything: bool = False, pending: bool = False, workspa
     if cause or missing_file(workspace, None):
         _show_root_cause(console, result, cause or "", workspace)
     else:
-        _show_lessons(console, result, everything, pending)
+        _show_lessons(console, result, everything, pending, remember(workspace, result.outcomes) if workspace else set())
     console.print()
     if footer:
         print_wrapped(console, footer)
@@ -100,7 +122,7 @@ def next_step(result: Grade, pending: bool = False, workspace: Path | None = Non
     count = f"{passed}/{len(result.outcomes)} checks pass."
     gone = missing_file(workspace, cause)
     if gone:
-        return f"[red]{count}[/]\nNext: bring back {_markup(gone)}: {_markup(restore_command(gone))}."
+        return f"[red]{count}[/]\nNext: bring back {_markup(gone)}: {_markup(restore_command(gone, workspace))}."
     if cause:
         where = location(cause)
         spot = _markup(f"{where[0]} line {where[1]}") if where else "the error above"
@@ -116,11 +138,13 @@ def next_step(result: Grade, pending: bool = False, workspace: Path | None = Non
             return f"[green]All {passed} checks pass.[/] {score} That was the last lesson: Rover is complete."
         return f"[green]All {passed} checks pass.[/] {score} Ready for `workshop next`."
     file = kit.lesson(first.check.lesson).file
-    again = " (it passed before: a regression)" if first.check.lesson < result.lesson else ""
+    passed_before = remember(workspace, result.outcomes) if workspace is not None else set()
+    again = "" if first.check.lesson >= result.lesson else (
+        " (it passed before: a regression)" if first.check.lesson in passed_before else f" (lesson {first.check.lesson} is unfinished)")
     return f"{count}\nNext: {first.check.id} in {file}{again}. Stuck? `workshop hint {first.check.id}`"
 
 
-def _show_lessons(console, result: Grade, everything: bool, pending: bool) -> None:
+def _show_lessons(console, result: Grade, everything: bool, pending: bool, passed_before: set[int] = frozenset()) -> None:
     by_lesson: dict[int, list[Outcome]] = {}
     for outcome in result.outcomes:
         by_lesson.setdefault(outcome.check.lesson, []).append(outcome)
@@ -134,7 +158,7 @@ def _show_lessons(console, result: Grade, everything: bool, pending: bool) -> No
         _fold(console, folded, by_lesson)
         folded = []
         if outcomes:
-            _show_lesson(console, number, outcomes, result.lesson, everything)
+            _show_lesson(console, number, outcomes, result.lesson, everything, number in passed_before)
     _fold(console, folded, by_lesson)
 
 
@@ -158,14 +182,16 @@ def in_full(outcomes: list[Outcome], everything: bool = False) -> list[Outcome]:
     return list(dict.fromkeys(outcome for outcome in failing[:1] + [real] if outcome))
 
 
-def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, everything: bool = False) -> None:
+def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, everything: bool = False,
+                 passed_before: bool = False) -> None:
     from rich.text import Text
 
     passed = sum(outcome.passed for outcome in outcomes)
     lesson = kit.lesson(number)
     fresh = number == current and passed == 0
     note = f", your lesson: open {lesson.file}" if fresh else (
-        ", passed before: a change since broke it" if number < current and passed < len(outcomes) else "")
+        "" if number >= current or passed == len(outcomes) else
+        ", passed before: a change since broke it" if passed_before else ", unfinished")
     console.print(heading(f"lesson {number} ({lesson.title}): {passed}/{len(outcomes)}", console.width, note=note))
     width = min(ID_WIDTH, max(len(outcome.check.id) for outcome in outcomes))
     full = in_full(outcomes, everything)
@@ -272,7 +298,7 @@ def _show_root_cause(console, result: Grade, cause: str, workspace: Path | None)
         console.print(Text.assemble(("✗ ", "red"), (f"{gone} is missing, so {how_many}.", "bold")))
         what = "the rover package" if gone == "rover/" else "it"
         paragraph(console, f"It was in your workspace when the lesson started; {what} comes back from git with "
-                           f"{restore_command(gone).strip('`')}.", 2, style="dim")
+                           f"{restore_command(gone, workspace).strip('`')}.", 2, style="dim")
         return
     console.print(Text.assemble(("✗ ", "red"), (f"rover does not import, so {how_many}:", "bold")))
     paragraph(console, cause, 2)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from grader.course.progress import remember
 from grader.commands.screen import blocked, missing_file, next_step, root_cause
 from grader.course import kit
 from grader.grading.grade import grade
@@ -19,6 +20,7 @@ def status_command() -> None:
     workspace = here()
     result = grade(workspace)
     stopped = {outcome.check.id for outcome in blocked(result)}  # these never ran: not regressed, waiting on one fix
+    passed_before = remember(workspace.path, result.outcomes)
     table = Table(title=f"Rover workspace at {workspace.path}", title_justify="left")
     for column in ("lesson", "builds", "state", "checks"):
         table.add_column(column, no_wrap=column != "builds")
@@ -32,7 +34,7 @@ def status_command() -> None:
         else:
             done = passed == len(mine)
             state = ("[green]✓ done[/]" if done else "[yellow]in progress[/]") if lesson.number == workspace.lesson else (
-                "[green]✓ done[/]" if done else "[red]regressed[/]")
+                "[green]✓ done[/]" if done else "[red]regressed[/]" if lesson.number in passed_before else "[yellow]unfinished[/]")
             checks = f"{passed}/{len(mine)}"
         marker = "▶ " if lesson.number == workspace.lesson else "  "
         table.add_row(f"{marker}{lesson.id}", f"{lesson.title}", state, checks)

@@ -57,7 +57,7 @@ def watch(workspace: Workspace, interval: float = 0.5, rounds: int | None = None
         opening = f"── run {graded} · {time.strftime('%H:%M:%S')}{f' · {saved} saved' if saved else ''} "
         for result, pending in stages(workspace, console):
             _clear(console)
-            console.print(f"[dim]{opening.ljust(min(console.width, 80), '─')}[/]")
+            console.print(f"[dim]{opening.ljust(console.width, '─')}[/]")
             footer = WAITING if missing_file(workspace.path) == "rover/" else FOOTER
             draw(console, result, pending, workspace.path, f"[dim]Run {graded}, graded at {time.strftime('%H:%M:%S')}. {footer}[/]")
 
@@ -161,13 +161,23 @@ def watch_command(interval: float) -> None:
     # The workers' scratch files go into one folder of ours, so a Ctrl-C that kills them mid-check leaves nothing behind.
     scratch = tempfile.mkdtemp(prefix="workshop-watch-")
     os.environ["TMPDIR"] = scratch
+    ended_by: list[int] = []
+
+    def ended(signum, frame) -> None:  # a closed terminal (SIGHUP) or a `kill` (SIGTERM): stop as a Ctrl-C does, cleanly
+        ended_by.append(signum)
+        raise KeyboardInterrupt
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, ended)
     try:
         watch(workspace, interval)
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while stopping changes nothing
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)  # a second signal while stopping changes nothing
         shutil.rmtree(scratch, ignore_errors=True)
-        click.echo("\nStopped watching.")
-        sys.stdout.flush()
-        os._exit(130)  # at once (a grade still running in the background has nothing left to say), as every Ctrl-C does
+        with contextlib.suppress(OSError):  # a closed terminal takes stdout with it
+            click.echo("\nStopped watching.")
+            sys.stdout.flush()
+        os._exit(128 + ended_by[0] if ended_by else 130)  # at once (a grade still running has nothing left to say)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -8,6 +8,7 @@ become a `GitProblem`: one line saying what to do, which the commands show with 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -58,9 +59,25 @@ def explain(folder: Path, args: tuple[str, ...], stderr: str) -> str:
     return f"`git {args[0] if args else ''}` failed in {folder}: {_first(text) or 'no reason given'}"
 
 
+def commit_command(folder: Path, message: str) -> str:
+    """`git add -A && git commit -m MESSAGE`, naming an author when git has none (a new laptop), so it works as given."""
+    flags = "".join(f"{shlex.quote(part)} " for part in _identity(folder))
+    return f'git add -A && git {flags}commit -m "{message}"'
+
+
+def abort_command(folder: Path) -> str | None:
+    """The command that undoes a merge, rebase or cherry-pick the student started and left half-done."""
+    for left, command in (("MERGE_HEAD", "git merge --abort"), ("CHERRY_PICK_HEAD", "git cherry-pick --abort"),
+                          ("REVERT_HEAD", "git revert --abort"), ("rebase-merge", "git rebase --abort"),
+                          ("rebase-apply", "git rebase --abort")):
+        if (folder / ".git" / left).exists():
+            return command
+    return None
+
+
 def no_repository(folder: Path) -> str:
     return (f"{folder} is not a git repository (its .git folder is missing), and the kit saves your work in git before "
-            f"changing anything; make it one with `git init && git add -A && git commit -m \"My work\"` in {folder}, "
+            f"changing anything; make it one with `git init && {commit_command(folder, 'My work')}` in {folder}, "
             "then run the command again")
 
 
@@ -75,7 +92,7 @@ def own_repository(folder: Path) -> None:
     if Path(top).resolve() != folder.resolve():
         raise GitProblem(
             f"{folder} has no git repository of its own (its .git folder is gone), so git would write into the one at "
-            f"{top}; nothing was changed. Give the workspace its own: `git init && git add -A && git commit -m \"My work\"` "
+            f"{top}; nothing was changed. Give the workspace its own: `git init && {commit_command(folder, 'My work')}` "
             f"in {folder}, then run the command again")
 
 

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from grader.course import kit
+from grader.course.workspace import WorkspaceProblem
 
 PARTS = ("copier.yml", "rover/template", "lessons", "solutions")  # everything a render reads
 SETTINGS = ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.fileMode=false", "-c", "core.safecrlf=false"]
@@ -43,10 +44,15 @@ def template_source() -> Path:
     Renders copy from its commits, so only the sync itself needs the lock (several `workshop start`s at once).
     """
     repo = location()
-    repo.parent.mkdir(parents=True, exist_ok=True)
-    with open(repo.parent / "template.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return _sync(repo)
+    try:
+        repo.parent.mkdir(parents=True, exist_ok=True)
+        with open(repo.parent / "template.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return _sync(repo)
+    except OSError as problem:  # the kit's cache, not the workspace: say so, and where
+        raise WorkspaceProblem(f"the kit's template cache {repo.parent} cannot be written ({problem.strerror or problem}: "
+                               f"{problem.filename}); make it writable, or set WORKSHOP_CACHE to a folder you can write "
+                               "(`export WORKSHOP_CACHE=~/.cache/workshop`), and run the command again") from None
 
 
 def versions(repo: Path) -> list[str]:
@@ -63,6 +69,8 @@ def has_commit(repo: Path, ref: str) -> bool:
 
 
 def _sync(repo: Path) -> Path:
+    for stale in ("index.lock", "HEAD.lock"):  # under template.lock no other kit is at work here: a crashed git's leftover
+        (repo / ".git" / stale).unlink(missing_ok=True)
     if not (repo / ".git").is_dir():
         repo.mkdir(parents=True, exist_ok=True)
         _git(repo, "init", "-q")
@@ -88,6 +96,9 @@ def _sync(repo: Path) -> Path:
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", *SETTINGS, *args], cwd=repo, capture_output=True, text=True, check=check,
-                          env={**os.environ, **FIXED})
+    done = subprocess.run(["git", *SETTINGS, *args], cwd=repo, capture_output=True, text=True, env={**os.environ, **FIXED})
+    if check and done.returncode != 0:
+        reason = " ".join(done.stderr.split())[:240] or "no reason given"
+        raise WorkspaceProblem(f"the kit's template cache {repo} is broken (`git {args[0]}` said: {reason}); delete that "
+                               f"folder (`rm -rf {repo}`, the kit rebuilds it) and run the command again")
     return done.stdout.strip()

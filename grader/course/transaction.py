@@ -66,10 +66,11 @@ def preflight(workspace: Path) -> None:
             raise git.GitProblem(git.explain(workspace, ("add",), f"{problem.strerror}: {folder}")) from None
     conflicts = git.conflicted(workspace)
     if conflicts:
+        abort = git.abort_command(workspace)  # the student's own merge: undone safely by git itself
+        undo = f"undo your merge with `{abort}`" if abort else "undo the move that made it with `git reset --hard && git clean -fd`"
         raise WorkspaceProblem(
             f"resolve the conflict in {', '.join(conflicts)} first: keep what you want between the <<<<<<< and >>>>>>> "
-            "markers and delete the markers, then `git add -A && git commit -m \"Resolve\"`; or undo the move that made it "
-            "with `git reset --hard && git clean -fd`")
+            f"markers and delete the markers, then `{git.commit_command(workspace, 'Resolve')}`; or {undo}")
 
 
 @contextlib.contextmanager

@@ -153,7 +153,8 @@ def timeout_while_printing(lab: Lab) -> None:
 
 @check("bash.kills-group")
 def kills_group(lab: Lab) -> None:
-    lab.error("bash", command="sh -c 'echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=1)
+    result = lab.error("bash", command="sh -c 'echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=1)
+    expect((lab.tmp / "child.pid").is_file(), f"the command never ran (it writes child.pid first); bash said {excerpt(result.text)}")
     deadline = time.monotonic() + 2
     pid = int((lab.tmp / "child.pid").read_text())
     while lab.running(pid) and time.monotonic() < deadline:  # the pid as the sandbox numbers it: the Lab looks it up

@@ -159,7 +159,7 @@ def all_or_nothing(lab: Lab) -> None:
     name, lines, before = file_of(lab, rng, 6)
     lab.error("edit", path=name, edits=[{"oldText": lines[1], "newText": "a = None"}, {"oldText": "timeout = 10", "newText": "timeout = 30"}])
     unchanged(lab, name, before, "when the second of two edits fails (its text is not in the file), the first must not apply either")
-    edit(lab, name, (lines[1], "a = None"), (lines[4], "b = None"))
+    lab.ok("edit", path=name, edits=[{"oldText": lines[1], "newText": "a = None"}, {"oldText": lines[4], "newText": "b = None"}])
     expected = before.decode().replace(lines[1], "a = None").replace(lines[4], "b = None")
     after = (lab.tmp / name).read_text()
     expect(after == expected, f"with both edits valid, both should apply: expected {excerpt(expected)}, found {excerpt(after)}")
