@@ -200,7 +200,7 @@ def test_ctrl_c_stops_watch_at_once_and_leaves_nothing_behind(started, tmp_path)
     read.write_text(read.read_text().replace("def run(", "def run(*args, **kwargs):\n    while True:\n        pass\n\n\ndef _run(", 1))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    tag = f"WATCH_TEST_{os.getpid()}_{time.monotonic_ns()}"
+    tag = f"WORKSHOP_TEST_WATCH_{os.getpid()}_{time.monotonic_ns()}"  # WORKSHOP_TEST_*: passed into the sandbox
     watcher = subprocess.Popen([sys.executable, "-m", "grader.cli", "watch"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, "TMPDIR": str(scratch), tag: "1"})
 
