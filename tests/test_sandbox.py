@@ -340,3 +340,49 @@ def test_removal_cannot_fail_however_deep_or_locked(tmp_path):
     top.chmod(0o500)
     remove_tree(top)
     assert not top.exists() and (outside / "keep.txt").read_text() == "keep", "never follows a symlink out"
+
+
+def test_links_planted_in_the_run_folder_are_never_followed(workspace, tmp_path):
+    """Attack, hole 1: the edit tool leaves a symlink to a secret where its result should be, and a thread plants links to a
+    classmate's file in every check folder. The grader reads and writes there without following any link."""
+    fixture = FIXTURES / "hostile" / "plant_links.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, lesson=3)
+    report = json.loads(done.stdout)
+    status = {entry["id"]: entry for entry in report["checks"]}
+    for name in header(fixture, "fails").split():
+        assert status[name]["status"] == "failed" and "is a symlink" in status[name]["message"], status[name]
+    assert status["read.numbered"]["status"] == "passed", "the links do not break what never looks at them"
+    assert left == NOTHING_LEFT
+
+
+def test_the_grader_never_writes_or_reads_through_a_planted_link(tmp_path):
+    from grader.grading.lab import CheckFailed, Lab
+    from grader.grading.runfolder import RunFolder
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a classmate's work\n")
+    folder = RunFolder()
+    try:
+        pinned = folder.pinned("check")
+        lab = Lab(tmp_path, pinned, worker=_LyingWorker({"ok": None}))
+        (pinned.path / "notes.txt").symlink_to(outside)
+        written = lab.file("notes.txt", "the grader's test file\n")
+        assert outside.read_text() == "a classmate's work\n" and not written.is_symlink()
+        (pinned.path / "sub").symlink_to(tmp_path)
+        for action in (lambda: lab.file("sub/outside.txt", "x"), lambda: lab.files.read_text("sub/outside.txt")):
+            with pytest.raises(CheckFailed, match="sub is a symlink"):
+                action()
+        (pinned.path / "secret").symlink_to("/proc/self/environ")
+        with pytest.raises(CheckFailed, match="secret is a symlink: the tool must write a file, not a link"):
+            lab.files.read_text("secret")
+        os.mkfifo(pinned.path / "fifo")
+        with pytest.raises(CheckFailed, match="not a regular file"):
+            lab.files.read_bytes("fifo")  # refused at once, never blocking
+        with pytest.raises(CheckFailed, match="a symlink"):
+            lab.files.chmod("secret", 0o777)
+        assert outside.read_text() == "a classmate's work\n"
+        lab.close()
+    finally:
+        folder.close()
+    assert not folder.path.exists() and outside.exists()
+

@@ -8,7 +8,6 @@ This keeps every verdict in the grader's hands: the student's code runs in a wor
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.course import kit
+from grader.grading.safe_files import Pinned
 
 
 MESSAGE_LIMIT = 700  # characters of a message in any report
@@ -82,9 +82,13 @@ class Lab:
         if worker is None:
             raise TypeError("a Lab needs a worker; Lab.in_process(...) runs the student's code here, without a sandbox")
         self.workspace = workspace
-        self.tmp = tmp
+        # lab.tmp and lab.temp_dir are the student's to write too: the grader reads and writes them only through
+        # `files` and `temp_files` (grader.grading.safe_files), walked from fds pinned when they were made.
+        self.files = tmp if isinstance(tmp, Pinned) else Pinned.open(tmp)
+        self.tmp = self.files.path
         # The student's code's TMPDIR, this check's alone; in process (authoring tests), this process's own.
-        self.temp_dir = temp or Path(tempfile.gettempdir())
+        self.temp_files = temp if isinstance(temp, Pinned) else Pinned.open(temp or Path(tempfile.gettempdir()))
+        self.temp_dir = self.temp_files.path
         self._worker = worker
         self._clock = clock
         self._stopping = stopping or threading.Event()
@@ -97,18 +101,19 @@ class Lab:
     # --- files, made and inspected by the grader itself ---------------------------------------
 
     def file(self, name: str, content: str | bytes) -> Path:
+        """A new file under lab.tmp, created (O_EXCL, O_NOFOLLOW) after removing whatever was planted there."""
         self._live()
-        path = self.tmp / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-        return path
+        return self.files.write_bytes(name, content.encode("utf-8") if isinstance(content, str) else content)
 
     def stash(self) -> Path:
         """A fresh copy of pristine stash, the repo every scenario works on."""
         self._live()
-        target = self.tmp / "stash"
-        shutil.copytree(kit.root() / "stash", target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-        return target
+        return self.files.copy_in(kit.root() / "stash", "stash", skip=("__pycache__", ".pytest_cache"))
+
+    def close(self) -> None:
+        """Let go of the pinned folders (the runner removes them)."""
+        self.files.close()
+        self.temp_files.close()
 
     # --- the student's processes, seen from outside ------------------------------------------
 
