@@ -386,3 +386,15 @@ def test_the_grader_never_writes_or_reads_through_a_planted_link(tmp_path):
         folder.close()
     assert not folder.path.exists() and outside.exists()
 
+
+def test_a_silenced_spy_is_tampering_not_no_tool_ran(workspace, tmp_path):
+    """Attack, hole 3: the spy tool switched off in the worker made a loop that runs cut-off calls pass loop.max-tokens.
+    The spy's calls now reach the grader as they happen, and a spy that was never offered or never told is tampering."""
+    fixture = FIXTURES / "hostile" / "silence_spy.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, lesson=1, append=False)
+    report = json.loads(done.stdout)
+    status = {entry["id"]: entry for entry in report["checks"]}
+    assert status["loop.max-tokens"]["status"] == "failed", status["loop.max-tokens"]
+    assert "the spy tool was tampered with" in status["loop.max-tokens"]["message"]
+    assert status["loop.end-turn"]["status"] == "passed" and status["read.numbered"]["status"] == "passed"
+    assert left == NOTHING_LEFT

@@ -8,6 +8,7 @@ This keeps every verdict in the grader's hands: the student's code runs in a wor
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -187,11 +188,17 @@ class Lab:
         from grader.grading.scripted import ScriptedModel
 
         run, model = AgentRun(cwd or self.tmp), ScriptedModel(turns)
-        data = self._ask("run_agent", task=task, cwd=str(run.cwd), max_turns=max_turns, spy=spy, on_model=model.serve)
+        nonce = os.urandom(6).hex() if spy else False
+        spied: list[dict] = []
+        data = self._ask("run_agent", task=task, cwd=str(run.cwd), max_turns=max_turns, spy=nonce, on_model=model.serve,
+                         on_spy=lambda args: len(spied) < 1000 and spied.append(args if isinstance(args, dict) else {}))
         expect(isinstance(data, dict), f"the agent's run came back as {excerpt(data, 100)}, not as a run")
         run.answer = data.get("answer")
-        run.messages, run.spy_calls = (_list_of_dicts(data.get(key)) for key in ("messages", "spy_calls"))
-        run.calls = model.calls  # recorded here, by the grader's own model: never what the worker says was sent
+        # The evidence is the grader's own: what its model was sent and said, and the spy calls told to it as they ran;
+        # never the messages or calls the worker reports.
+        run.calls, run.messages, run.spy_calls = model.calls, model.messages(), spied
+        if spy:
+            _spy_untouched(run, model, nonce)
         raised = data.get("raised")
         if model.error:  # the loop left the script, whatever the worker reports (or hides) about it
             run.raised = Raised("ScriptError", model.error, "", True)
@@ -266,11 +273,12 @@ class _InProcess:
     def __init__(self, workspace: Path):
         self.workspace = workspace
 
-    def request(self, op: str, clock: Any, stopping: Any, on_model: Any = None, **fields: Any) -> dict:
+    def request(self, op: str, clock: Any, stopping: Any, on_model: Any = None, on_spy: Any = None, **fields: Any) -> dict:
         from grader.grading import harness
 
         fields.pop("tempdir", None)  # this process's temp folder stays as it is
         harness.MODEL[0] = lambda request: json.loads(json.dumps(on_model(request)))
+        harness.SPY[0] = lambda args: on_spy(json.loads(json.dumps(args)))
         return json.loads(json.dumps(harness.answer(op, {"op": op, **fields}, str(self.workspace))))
 
     def running(self, pid: int) -> bool:
@@ -308,8 +316,22 @@ def _settle(run: AgentRun, may_raise: bool) -> None:
         raise StudentCrashed(f"{raised.type}{' in ' + raised.where if raised.where else ''}: {raised.message}")
 
 
-def _list_of_dicts(value: Any) -> list:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+def _spy_untouched(run: AgentRun, model: Any, nonce: str) -> None:
+    """The spy was offered to the model as the grader made it, and every `touch` call the loop answered with a result
+    of the spy's was told to the grader: a spy switched off or silenced must not look like "no tool ran"."""
+    offered = [tool for call in run.calls for tool in (call.get("tools") or []) if isinstance(tool, dict)]
+    touch = [tool for tool in offered if tool.get("name") == "touch"]
+    tampered = "the spy tool was tampered with: "
+    expect(not offered or any(nonce in str(tool.get("description")) for tool in touch),
+           tampered + "the grader's `touch` tool was not among the tools the loop offered the model")
+    ran = 0
+    for reply, call in zip(model.replies, run.calls[1:]):
+        asked = {block.get("id") for block in reply if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "touch"}
+        messages = call.get("messages") or [{}]
+        answered = tool_results(messages[-1:]) if isinstance(messages, list) else []
+        ran += sum(1 for block in answered if block.get("tool_use_id") in asked and (not block.get("is_error") or nonce in str(block.get("content"))))
+    expect(ran <= len(run.spy_calls), tampered + f"the loop sent back {ran} result(s) of `touch`, but the grader's spy was told of "
+                                      f"{len(run.spy_calls)} call(s)")
 
 
 def tool_results(messages: list[dict]) -> list[dict]:

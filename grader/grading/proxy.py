@@ -171,7 +171,7 @@ class Worker:
         """The keeper and every process below it (daemons it took in included); `below`: without the keeper."""
         return tree(self.keeper, include_root=not below)
 
-    def request(self, op: str, clock: Clock, stopping, on_model=None, **fields) -> dict:
+    def request(self, op: str, clock: Clock, stopping, on_model=None, on_spy=None, **fields) -> dict:
         ident = os.urandom(12).hex()
         clock.waiting()
         self._send(json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n", clock, stopping)
@@ -184,6 +184,11 @@ class Worker:
                 continue
             if "model" in answer:
                 self._lose("the worker asked the model outside a run of the agent")
+            if "spy" in answer:
+                if answer["id"] != ident or on_spy is None:
+                    self._lose("the spy tool spoke outside a run of the agent that has it")
+                on_spy(answer["spy"])
+                continue
             if answer["id"] == ident:
                 self._answered.add(ident)
                 self._check_forks()
@@ -273,7 +278,7 @@ class Worker:
         if isinstance(answer, dict) and answer.keys() == {"exit"}:  # the keeper's last word: the worker has ended
             self.exit = answer["exit"] if type(answer["exit"]) is int else None
             self._lose(self._death())
-        if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad", "model"}) == 1):
+        if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad", "model", "spy"}) == 1):
             self._lose(f"the worker answered with something that is not an answer: {line[:80]!r}")
         return answer
 
