@@ -398,3 +398,17 @@ def test_a_silenced_spy_is_tampering_not_no_tool_ran(workspace, tmp_path):
     assert "the spy tool was tampered with" in status["loop.max-tokens"]["message"]
     assert status["loop.end-turn"]["status"] == "passed" and status["read.numbered"]["status"] == "passed"
     assert left == NOTHING_LEFT
+
+
+def test_a_tool_that_mostly_sleeps_is_a_timeout_not_a_busy_machine(workspace, tmp_path):
+    """Attack, hole 7: at the wall-clock backstop, a tree that used little CPU and waited little in the run queue
+    (/proc/PID/schedstat) was asleep: a timeout naming the student's line, not 'the machine was too busy'."""
+    fixture = FIXTURES / "hostile" / "sleepy_burn.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, extra_env={"WORKSHOP_BACKSTOP": "1.5"})
+    report = json.loads(done.stdout)
+    numbered = next(entry for entry in report["checks"] if entry["id"] == "read.numbered")
+    assert numbered["status"] == "timeout" and "still waiting after" in numbered["message"], numbered
+    assert "rover/tools/read.py line" in numbered["message"], numbered["message"]
+    assert not any("too busy" in entry["message"] for entry in report["checks"])
+    assert left == NOTHING_LEFT
+
