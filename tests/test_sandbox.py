@@ -412,3 +412,17 @@ def test_a_tool_that_mostly_sleeps_is_a_timeout_not_a_busy_machine(workspace, tm
     assert not any("too busy" in entry["message"] for entry in report["checks"])
     assert left == NOTHING_LEFT
 
+
+def test_the_process_fallback_says_so_on_screen_and_in_every_report(workspace, tmp_path):
+    """Hole 8: WORKSHOP_SANDBOX=process (forced) says so in one line, and so does every report it writes."""
+    root = workspace(1, solved=True)
+    junit, gradescope = tmp_path / "junit.xml", tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--junit", str(junit), "--gradescope", str(gradescope)],
+                          cwd=root, env={**os.environ, "WORKSHOP_SANDBOX": "process"}, capture_output=True, timeout=300)
+    report = json.loads(done.stdout)
+    assert report["sandbox"] == "process" and done.returncode == 0
+    notes = [line for line in done.stderr.decode().splitlines() if "no sandbox" in line]
+    assert len(notes) == 1 and "WORKSHOP_SANDBOX=process" in notes[0], done.stderr.decode()
+    assert "Graded without a sandbox" in json.loads(gradescope.read_text())["output"]
+    text = junit.read_text()
+    assert 'name="sandbox" value="process"' in text and "Graded without a sandbox" in text
