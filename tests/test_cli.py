@@ -71,7 +71,7 @@ def test_check_json_on_a_fresh_lesson(workspace, monkeypatch):
     result = run("check", "--json")
     assert result.exit_code == 1
     report = json.loads(result.output)
-    assert set(report) == {"lesson", "passed", "score", "max_score", "checks"}
+    assert set(report) == {"lesson", "passed", "score", "max_score", "sandbox", "checks"}
     assert report["lesson"] == 1 and report["passed"] is False
     loop, read = (
         [check for check in report["checks"] if check["lesson"] == number] for number in (0, 1)

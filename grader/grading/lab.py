@@ -97,7 +97,9 @@ class Lab:
     @classmethod
     def in_process(cls, workspace: Path, tmp: Path) -> Lab:
         """A bench that calls the student's code in this very process: no isolation, for authoring tests only."""
-        return cls(workspace, tmp, _InProcess(workspace))
+        from grader.grading.inprocess import InProcess
+
+        return cls(workspace, tmp, InProcess(workspace))
 
     # --- files, made and inspected by the grader itself ---------------------------------------
 
@@ -155,7 +157,7 @@ class Lab:
         (a file mapped with mmap is the page cache's, not the tool's, so it does not count). The call runs twice and the second run is measured, so what is paid once
         (imports at the top of a module or inside a function, first-use caches) never counts against the call.
         """
-        if isinstance(self._worker, _InProcess):
+        if hasattr(self._worker, "measure"):  # in process: tracemalloc, not the tree
             return self._worker.measure(lambda: self.tool(name, **args))
         from grader.grading.processes import code_memory
 
@@ -198,7 +200,9 @@ class Lab:
         # never the messages or calls the worker reports.
         run.calls, run.messages, run.spy_calls = model.calls, model.messages(), spied
         if spy:
-            _spy_untouched(run, model, nonce)
+            from grader.grading.spy import untouched
+
+            untouched(run, model, nonce)
         raised = data.get("raised")
         if model.error:  # the loop left the script, whatever the worker reports (or hides) about it
             run.raised = Raised("ScriptError", model.error, "", True)
@@ -267,42 +271,6 @@ class _Sampler:
             pass
 
 
-class _InProcess:
-    """The harness in this very process: for authoring tests that patch the registry; no isolation."""
-
-    def __init__(self, workspace: Path):
-        self.workspace = workspace
-
-    def request(self, op: str, clock: Any, stopping: Any, on_model: Any = None, on_spy: Any = None, **fields: Any) -> dict:
-        from grader.grading import harness
-
-        fields.pop("tempdir", None)  # this process's temp folder stays as it is
-        harness.MODEL[0] = lambda request: json.loads(json.dumps(on_model(request)))
-        harness.SPY[0] = lambda args: on_spy(json.loads(json.dumps(args)))
-        return json.loads(json.dumps(harness.answer(op, {"op": op, **fields}, str(self.workspace))))
-
-    def running(self, pid: int) -> bool:
-        from grader.grading.processes import running
-
-        return running(pid)
-
-    def kill(self, pid: int) -> None:
-        from grader.grading.processes import kill_tree
-
-        kill_tree([pid])
-
-    def measure(self, call) -> tuple[Result, int]:
-        import tracemalloc
-
-        tracemalloc.start()
-        try:
-            result = call()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-        return result, peak
-
-
 def _settle(run: AgentRun, may_raise: bool) -> None:
     """Turn an unwritten loop or a crash into the check's end, unless the check asked to see it."""
     raised = run.raised
@@ -314,24 +282,6 @@ def _settle(run: AgentRun, may_raise: bool) -> None:
         raise StudentCrashed(f"the code called sys.exit({raised.message}); return or raise instead of exiting")
     if not may_raise:
         raise StudentCrashed(f"{raised.type}{' in ' + raised.where if raised.where else ''}: {raised.message}")
-
-
-def _spy_untouched(run: AgentRun, model: Any, nonce: str) -> None:
-    """The spy was offered to the model as the grader made it, and every `touch` call the loop answered with a result
-    of the spy's was told to the grader: a spy switched off or silenced must not look like "no tool ran"."""
-    offered = [tool for call in run.calls for tool in (call.get("tools") or []) if isinstance(tool, dict)]
-    touch = [tool for tool in offered if tool.get("name") == "touch"]
-    tampered = "the spy tool was tampered with: "
-    expect(not offered or any(nonce in str(tool.get("description")) for tool in touch),
-           tampered + "the grader's `touch` tool was not among the tools the loop offered the model")
-    ran = 0
-    for reply, call in zip(model.replies, run.calls[1:]):
-        asked = {block.get("id") for block in reply if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "touch"}
-        messages = call.get("messages") or [{}]
-        answered = tool_results(messages[-1:]) if isinstance(messages, list) else []
-        ran += sum(1 for block in answered if block.get("tool_use_id") in asked and (not block.get("is_error") or nonce in str(block.get("content"))))
-    expect(ran <= len(run.spy_calls), tampered + f"the loop sent back {ran} result(s) of `touch`, but the grader's spy was told of "
-                                      f"{len(run.spy_calls)} call(s)")
 
 
 def tool_results(messages: list[dict]) -> list[dict]:

@@ -13,15 +13,13 @@ loop asking the model. The grader's own scripted model answers each (`{"id", "re
 records it, so what the loop sent is what the grader received, never what the worker says it sent.
 
 Process ids the student's side gives are its own (a PID namespace numbers them afresh): the boundary turns them
-into the grader's view (`host_pid`) before anything is done with them.
+into the grader's view (`host_pid`) before anything is done with them. The worker's end is grader.grading.worker.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +28,7 @@ import time
 from pathlib import Path
 
 from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
+from grader.grading.crash import crash_site, dump_stack as _dump_stack
 from grader.grading.processes import children, exit_story, kill_tree, name, running, tree
 from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder
 
@@ -182,13 +181,11 @@ class Worker:
                 clock.waiting()
                 self._send(json.dumps({"id": ident, "reply": reply}).encode() + b"\n", clock, stopping)
                 continue
-            if "model" in answer:
-                self._lose("the worker asked the model outside a run of the agent")
-            if "spy" in answer:
-                if answer["id"] != ident or on_spy is None:
-                    self._lose("the spy tool spoke outside a run of the agent that has it")
-                on_spy(answer["spy"])
+            if "spy" in answer and answer["id"] == ident and on_spy is not None:
+                on_spy(answer["spy"])  # the spy tool ran: the grader hears it as it happens, not in the run's answer
                 continue
+            if "model" in answer or "spy" in answer:
+                self._lose("the worker asked the model (or spoke as the spy) outside a run of the agent")
             if answer["id"] == ident:
                 self._answered.add(ident)
                 self._check_forks()
@@ -302,33 +299,8 @@ class Worker:
         raise WorkerLost(message)
 
 
-def crash_site(log: Path, workspace: Path) -> str:
-    """The innermost line of the student's code in a faulthandler dump (a hang or a crash), as `file line N`."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return ""
-    for filename, line in re.findall(r'File "([^"]+)", line (\d+)', text):
-        if filename.startswith(str(workspace)):
-            return f"{Path(filename).relative_to(workspace)} line {line}"
-    return ""
-
-
 def _decode_line(line: bytes):
     try:
         return json.loads(line)
     except ValueError:
         return None
-
-
-def _dump_stack(pids: list[int], log: Path, workspace: Path) -> str:
-    """Ask a hung process for its Python traceback (SIGUSR1, faulthandler) and find the student's line in it."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGUSR1)
-        except OSError:
-            pass
-    deadline = time.monotonic() + 0.5
-    while time.monotonic() < deadline and not crash_site(log, workspace):
-        time.sleep(0.02)
-    return crash_site(log, workspace)
