@@ -115,7 +115,7 @@ def _empty(fd: int, top: int, numbers) -> list[str]:
         if fd == top:
             moved.append(entry.name)
             continue
-        fresh = f".removing-{os.getpid()}-{next(numbers)}"
+        fresh = f".removing-{os.urandom(6).hex()}-{next(numbers)}"  # a name the student's side cannot have taken first
         try:
             handle = _open_unlocked(fd, entry.name)  # a folder moved to another parent must be writable itself
             os.close(handle)
