@@ -54,12 +54,26 @@ def test_a_command_that_never_ends_is_named_not_the_tool_s_wait_loop(workspace):
 
 def test_a_machine_too_busy_to_finish_is_an_error_that_asks_for_a_rerun(workspace, monkeypatch):
     """Stopped by the backstop while the code used next to no CPU (it kept wanting one): never a failure."""
+    import time
+
     monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)  # as if starved of CPU, not asleep
+    # and waiting in the run queue all along (/proc/PID/schedstat): every second of wall time a second of waiting
+    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
     root = workspace(1)
     _break_read(root, "import time\n\ndef run(cwd, path, offset=1, limit=None):\n    time.sleep(600)\n")
     [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)
     assert (outcome.status, outcome.message) == ("error", "the machine was too busy to finish this check; run `workshop check` again")
     assert outcome.busy
+
+
+def test_wanting_a_cpu_without_waiting_for_one_is_a_timeout_not_a_busy_machine(workspace, monkeypatch):
+    """Hole 7: runnable at every look, but next to no run-queue wait: it was not starved, so it is the code's timeout."""
+    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)
+    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: 0.0 for proc in procs})
+    root = workspace(1)
+    _break_read(root, "import time\n\ndef run(cwd, path, offset=1, limit=None):\n    time.sleep(600)\n")
+    [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)
+    assert outcome.status == "timeout" and outcome.message.startswith("still waiting after 0.5 s"), outcome
 
 
 def test_sys_exit_is_an_error_that_names_it(workspace):

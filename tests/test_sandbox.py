@@ -340,3 +340,89 @@ def test_removal_cannot_fail_however_deep_or_locked(tmp_path):
     top.chmod(0o500)
     remove_tree(top)
     assert not top.exists() and (outside / "keep.txt").read_text() == "keep", "never follows a symlink out"
+
+
+def test_links_planted_in_the_run_folder_are_never_followed(workspace, tmp_path):
+    """Attack, hole 1: the edit tool leaves a symlink to a secret where its result should be, and a thread plants links to a
+    classmate's file in every check folder. The grader reads and writes there without following any link."""
+    fixture = FIXTURES / "hostile" / "plant_links.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, lesson=3)
+    report = json.loads(done.stdout)
+    status = {entry["id"]: entry for entry in report["checks"]}
+    for name in header(fixture, "fails").split():
+        assert status[name]["status"] == "failed" and "is a symlink" in status[name]["message"], status[name]
+    assert status["read.numbered"]["status"] == "passed", "the links do not break what never looks at them"
+    assert left == NOTHING_LEFT
+
+
+def test_the_grader_never_writes_or_reads_through_a_planted_link(tmp_path):
+    from grader.grading.lab import CheckFailed, Lab
+    from grader.grading.runfolder import RunFolder
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a classmate's work\n")
+    folder = RunFolder()
+    try:
+        pinned = folder.pinned("check")
+        lab = Lab(tmp_path, pinned, worker=_LyingWorker({"ok": None}))
+        (pinned.path / "notes.txt").symlink_to(outside)
+        written = lab.file("notes.txt", "the grader's test file\n")
+        assert outside.read_text() == "a classmate's work\n" and not written.is_symlink()
+        (pinned.path / "sub").symlink_to(tmp_path)
+        for action in (lambda: lab.file("sub/outside.txt", "x"), lambda: lab.files.read_text("sub/outside.txt")):
+            with pytest.raises(CheckFailed, match="sub is a symlink"):
+                action()
+        (pinned.path / "secret").symlink_to("/proc/self/environ")
+        with pytest.raises(CheckFailed, match="secret is a symlink: the tool must write a file, not a link"):
+            lab.files.read_text("secret")
+        os.mkfifo(pinned.path / "fifo")
+        with pytest.raises(CheckFailed, match="not a regular file"):
+            lab.files.read_bytes("fifo")  # refused at once, never blocking
+        with pytest.raises(CheckFailed, match="a symlink"):
+            lab.files.chmod("secret", 0o777)
+        assert outside.read_text() == "a classmate's work\n"
+        lab.close()
+    finally:
+        folder.close()
+    assert not folder.path.exists() and outside.exists()
+
+
+def test_a_silenced_spy_is_tampering_not_no_tool_ran(workspace, tmp_path):
+    """Attack, hole 3: the spy tool switched off in the worker made a loop that runs cut-off calls pass loop.max-tokens.
+    The spy's calls now reach the grader as they happen, and a spy that was never offered or never told is tampering."""
+    fixture = FIXTURES / "hostile" / "silence_spy.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, lesson=1, append=False)
+    report = json.loads(done.stdout)
+    status = {entry["id"]: entry for entry in report["checks"]}
+    assert status["loop.max-tokens"]["status"] == "failed", status["loop.max-tokens"]
+    assert "the spy tool was tampered with" in status["loop.max-tokens"]["message"]
+    assert status["loop.end-turn"]["status"] == "passed" and status["read.numbered"]["status"] == "passed"
+    assert left == NOTHING_LEFT
+
+
+def test_a_tool_that_mostly_sleeps_is_a_timeout_not_a_busy_machine(workspace, tmp_path):
+    """Attack, hole 7: at the wall-clock backstop, a tree that used little CPU and waited little in the run queue
+    (/proc/PID/schedstat) was asleep: a timeout naming the student's line, not 'the machine was too busy'."""
+    fixture = FIXTURES / "hostile" / "sleepy_burn.py"
+    done, took, left, results = grade_hostile(workspace, tmp_path, fixture, extra_env={"WORKSHOP_BACKSTOP": "1.5"})
+    report = json.loads(done.stdout)
+    numbered = next(entry for entry in report["checks"] if entry["id"] == "read.numbered")
+    assert numbered["status"] == "timeout" and "still waiting after" in numbered["message"], numbered
+    assert "rover/tools/read.py line" in numbered["message"], numbered["message"]
+    assert not any("too busy" in entry["message"] for entry in report["checks"])
+    assert left == NOTHING_LEFT
+
+
+def test_the_process_fallback_says_so_on_screen_and_in_every_report(workspace, tmp_path):
+    """Hole 8: WORKSHOP_SANDBOX=process (forced) says so in one line, and so does every report it writes."""
+    root = workspace(1, solved=True)
+    junit, gradescope = tmp_path / "junit.xml", tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--junit", str(junit), "--gradescope", str(gradescope)],
+                          cwd=root, env={**os.environ, "WORKSHOP_SANDBOX": "process"}, capture_output=True, timeout=300)
+    report = json.loads(done.stdout)
+    assert report["sandbox"] == "process" and done.returncode == 0
+    notes = [line for line in done.stderr.decode().splitlines() if "no sandbox" in line]
+    assert len(notes) == 1 and "WORKSHOP_SANDBOX=process" in notes[0], done.stderr.decode()
+    assert "Graded without a sandbox" in json.loads(gradescope.read_text())["output"]
+    text = junit.read_text()
+    assert 'name="sandbox" value="process"' in text and "Graded without a sandbox" in text

@@ -47,7 +47,7 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
         click.echo("workshop: interrupted; nothing was graded", err=True)
         sys.exit(130)
     note = in_process_note(result.sandbox)
-    if note and not as_json:
+    if note:  # on stderr, so it shows with --json too and the JSON stays whole
         click.echo(f"workshop: {note}", err=True)
     share_with_class(result)  # if this workspace joined a class board: posted in the background, never waited for
     _reports(result, started, junit=junit, gradescope=gradescope, classroom=classroom)

@@ -20,6 +20,8 @@ BACKSTOP = float(os.environ.get("WORKSHOP_BACKSTOP", 4.0))  # the wall-clock bac
 POLL = 0.25  # seconds between two looks at the tree
 IDLE = 5.0  # seconds without one tick of CPU and without a runnable process that make a tree past its budget one that waits
 TREE_MEMORY = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # bytes for all of a worker's processes together
+TREE_PROCESSES = 200  # processes a worker's tree may hold at once (RLIMIT_NPROC does not bind root, nor count a tree)
+WANTED = 0.5  # at the backstop, a tree whose CPU time plus run-queue wait is under this share of the wall time was asleep
 
 
 class CheckTimeout(BaseException):
@@ -31,7 +33,11 @@ class CheckTimeout(BaseException):
 
 
 class MemoryExceeded(BaseException):
-    """The student's processes together passed the memory limit; they have been killed."""
+    """The student's processes together passed the memory limit (or the process limit); they have been killed."""
+
+
+class TooManyProcesses(MemoryExceeded):
+    """The student's tree held more processes at once than it may; they have been killed."""
 
 
 class Clock:
@@ -42,6 +48,7 @@ class Clock:
         self._base: float | None = None
         self._active = self.started  # the last look that saw the tree use CPU or want it
         self._cpu = -1.0
+        self._waited: dict[int, float] = {}  # each process's run-queue wait at begin() (Linux)
         self._next = self.started + POLL
 
     @classmethod
@@ -53,7 +60,9 @@ class Clock:
         """Take the tree's CPU so far as this clock's zero (a worker serves several checks)."""
         self.started = time.monotonic()
         self._next = self.started + POLL
-        self._base = processes.usage(self.tree()).cpu if self.tree else 0.0
+        procs = self.tree() if self.tree else []
+        self._base = processes.usage(procs).cpu if self.tree else 0.0
+        self._waited = (processes.run_wait(procs) or {}) if self.tree else {}
         return self
 
     def waiting(self) -> Clock:
@@ -76,6 +85,10 @@ class Clock:
                 raise CheckTimeout("wait")
             return
         procs = self.tree()
+        if len(procs) > TREE_PROCESSES:
+            processes.kill_tree([procs[0].pid])  # the tree's root (listed first): one sweep of its tree, not one per process
+            raise TooManyProcesses(f"the code had over {TREE_PROCESSES} processes running at once ({len(procs)} seen), so all of "
+                                   "them were stopped: a fork bomb, or commands started in a loop and never waited for?")
         used = processes.usage(procs)
         if used.memory > self.limit:
             processes.kill_tree([proc.pid for proc in procs])
@@ -91,7 +104,17 @@ class Clock:
         if wall > self.budget and now - self._active >= min(IDLE, self.budget):
             raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
         if wall > self.budget * BACKSTOP:
-            raise CheckTimeout("busy", cpu)
+            raise CheckTimeout(self._starved_or_asleep(procs, cpu, wall), cpu, _waiting_on(procs, self.own))
+
+    def _starved_or_asleep(self, procs: list, cpu: float, wall: float) -> str:
+        """At the backstop: `busy` if the tree really waited for a CPU (its CPU time plus its run-queue wait fill much of
+        the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever). Where the
+        system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
+        waits = processes.run_wait(procs)
+        if waits is None:
+            return "busy"
+        waited = sum(max(0.0, seconds - self._waited.get(pid, 0.0)) for pid, seconds in waits.items())
+        return "busy" if cpu + waited >= WANTED * wall else "wait"
 
 
 def _busiest(procs: list, own: set[int]) -> str:

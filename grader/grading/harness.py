@@ -26,6 +26,7 @@ MAX_MESSAGE = 2000
 
 WORKSPACE = [""]  # the workspace's path, to tell the student's frames from the grader's
 MODEL = [None]  # how to ask the grader's scripted model: set by the worker (the pipes) or an in-process runner
+SPY = [None]  # how the spy tool tells the grader of each call, as it happens (the pipes, or an in-process runner)
 
 
 def answer(op: str, request: dict, workspace: str) -> dict:
@@ -102,7 +103,7 @@ def _run_agent(request: dict) -> dict:
     agent = Agent(model, Path(request["cwd"]), system="You are Rover.", max_turns=request["max_turns"])
     spy_calls: list[dict] = []
     raised = None
-    with _SpyTool(spy_calls, request["spy"]):
+    with _SpyTool(spy_calls, request["spy"]):  # the grader judges the calls it was told of, never this list
         try:
             answer = agent.run(request["task"])
         except ScriptError as overrun:
@@ -133,8 +134,9 @@ def plain(data: Any) -> Any:
 class _SpyTool:
     """A `touch` tool that records its calls, slipped into the student's registry for one run."""
 
-    def __init__(self, calls: list[dict], active: bool):
-        self.calls, self.active = calls, active
+    def __init__(self, calls: list[dict], active):
+        self.calls, self.active = calls, bool(active)
+        self.nonce = active if isinstance(active, str) else ""  # the grader's, for this run: in the schema and each result
 
     def __enter__(self) -> None:
         if not self.active:
@@ -144,10 +146,11 @@ class _SpyTool:
 
         def run(cwd, **args):
             self.calls.append(args)
-            return ToolResult("touched")
+            SPY[0](plain(args))  # told to the grader now, over the pipe, not in the run's answer
+            return ToolResult(f"touched ({self.nonce})")
 
         rover.tools.TOOLS["touch"] = SimpleNamespace(
-            NAME="touch", DESCRIPTION="Touch a file.", run=run,
+            NAME="touch", DESCRIPTION=f"Touch a file. ({self.nonce})", run=run,
             INPUT_SCHEMA={"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
         )
 

@@ -13,11 +13,12 @@ class InProcess:
     def __init__(self, workspace: Path):
         self.workspace = workspace
 
-    def request(self, op: str, clock: Any, stopping: Any, on_model: Any = None, **fields: Any) -> dict:
+    def request(self, op: str, clock: Any, stopping: Any, on_model: Any = None, on_spy: Any = None, **fields: Any) -> dict:
         from grader.grading import harness
 
         fields.pop("tempdir", None)  # this process's temp folder stays as it is
         harness.MODEL[0] = lambda request: json.loads(json.dumps(on_model(request)))
+        harness.SPY[0] = lambda args: on_spy(json.loads(json.dumps(args)))
         return json.loads(json.dumps(harness.answer(op, {"op": op, **fields}, str(self.workspace))))
 
     def running(self, pid: int) -> bool:

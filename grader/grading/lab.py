@@ -8,7 +8,7 @@ This keeps every verdict in the grader's hands: the student's code runs in a wor
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.course import kit
+from grader.grading.safe_files import Pinned
 
 
 MESSAGE_LIMIT = 700  # characters of a message in any report
@@ -82,9 +83,13 @@ class Lab:
         if worker is None:
             raise TypeError("a Lab needs a worker; Lab.in_process(...) runs the student's code here, without a sandbox")
         self.workspace = workspace
-        self.tmp = tmp
+        # lab.tmp and lab.temp_dir are the student's to write too: the grader reads and writes them only through
+        # `files` and `temp_files` (grader.grading.safe_files), walked from fds pinned when they were made.
+        self.files = tmp if isinstance(tmp, Pinned) else Pinned.open(tmp)
+        self.tmp = self.files.path
         # The student's code's TMPDIR, this check's alone; in process (authoring tests), this process's own.
-        self.temp_dir = temp or Path(tempfile.gettempdir())
+        self.temp_files = temp if isinstance(temp, Pinned) else Pinned.open(temp or Path(tempfile.gettempdir()))
+        self.temp_dir = self.temp_files.path
         self._worker = worker
         self._clock = clock
         self._stopping = stopping or threading.Event()
@@ -99,18 +104,19 @@ class Lab:
     # --- files, made and inspected by the grader itself ---------------------------------------
 
     def file(self, name: str, content: str | bytes) -> Path:
+        """A new file under lab.tmp, created (O_EXCL, O_NOFOLLOW) after removing whatever was planted there."""
         self._live()
-        path = self.tmp / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-        return path
+        return self.files.write_bytes(name, content.encode("utf-8") if isinstance(content, str) else content)
 
     def stash(self) -> Path:
         """A fresh copy of pristine stash, the repo every scenario works on."""
         self._live()
-        target = self.tmp / "stash"
-        shutil.copytree(kit.root() / "stash", target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-        return target
+        return self.files.copy_in(kit.root() / "stash", "stash", skip=("__pycache__", ".pytest_cache"))
+
+    def close(self) -> None:
+        """Let go of the pinned folders (the runner removes them)."""
+        self.files.close()
+        self.temp_files.close()
 
     # --- the student's processes, seen from outside ------------------------------------------
 
@@ -184,11 +190,19 @@ class Lab:
         from grader.grading.scripted import ScriptedModel
 
         run, model = AgentRun(cwd or self.tmp), ScriptedModel(turns)
-        data = self._ask("run_agent", task=task, cwd=str(run.cwd), max_turns=max_turns, spy=spy, on_model=model.serve)
+        nonce = os.urandom(6).hex() if spy else False
+        spied: list[dict] = []
+        data = self._ask("run_agent", task=task, cwd=str(run.cwd), max_turns=max_turns, spy=nonce, on_model=model.serve,
+                         on_spy=lambda args: len(spied) < 1000 and spied.append(args if isinstance(args, dict) else {}))
         expect(isinstance(data, dict), f"the agent's run came back as {excerpt(data, 100)}, not as a run")
         run.answer = data.get("answer")
-        run.messages, run.spy_calls = (_list_of_dicts(data.get(key)) for key in ("messages", "spy_calls"))
-        run.calls = model.calls  # recorded here, by the grader's own model: never what the worker says was sent
+        # The evidence is the grader's own: what its model was sent and said, and the spy calls told to it as they ran;
+        # never the messages or calls the worker reports.
+        run.calls, run.messages, run.spy_calls = model.calls, model.messages(), spied
+        if spy:
+            from grader.grading.spy import untouched
+
+            untouched(run, model, nonce)
         raised = data.get("raised")
         if model.error:  # the loop left the script, whatever the worker reports (or hides) about it
             run.raised = Raised("ScriptError", model.error, "", True)
@@ -268,10 +282,6 @@ def _settle(run: AgentRun, may_raise: bool) -> None:
         raise StudentCrashed(f"the code called sys.exit({raised.message}); return or raise instead of exiting")
     if not may_raise:
         raise StudentCrashed(f"{raised.type}{' in ' + raised.where if raised.where else ''}: {raised.message}")
-
-
-def _list_of_dicts(value: Any) -> list:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def tool_results(messages: list[dict]) -> list[dict]:

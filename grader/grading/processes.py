@@ -80,20 +80,60 @@ def command_line(proc) -> str:
 
 
 def usage(procs: list) -> Usage:
-    """CPU and memory of these processes together. Memory is each one's resident memory less what it shares with
-    files (its anonymous memory, where the system says: a file mapped read-only is the page cache's, not the code's)."""
+    """CPU and memory of these processes together. Memory is what the code holds: its anonymous memory, shared
+    anonymous memory (MAP_SHARED, shm) included; a file mapped from disk is the page cache's, not the code's. On Linux
+    it is each process's proportional share (PSS) of those pages, so memory two processes share counts once."""
     psutil = _psutil()
     cpu, memory, count = 0.0, 0, 0
     for proc in procs:
         try:
             with proc.oneshot():
-                times, resident = proc.cpu_times(), proc.memory_info()
+                times = proc.cpu_times()
+                held = _held(proc.pid)
+                if held is None:
+                    resident = proc.memory_info()
+                    held = resident.rss - getattr(resident, "shared", 0)
         except psutil.Error:
             continue
         cpu += times.user + times.system + getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
-        memory += resident.rss - getattr(resident, "shared", 0)
+        memory += held
         count += 1
     return Usage(cpu, memory, count)
+
+
+def _held(pid: int) -> int | None:
+    """Linux: anonymous and shared-anonymous memory (bytes), from /proc/PID/smaps_rollup (Pss_Anon + Pss_Shmem) or,
+    on an older kernel, /proc/PID/status (RssAnon + RssShmem); None elsewhere."""
+    for name, keys in (("smaps_rollup", ("Pss_Anon:", "Pss_Shmem:")), ("status", ("RssAnon:", "RssShmem:"))):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as source:
+                text = source.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        found = [int(line.split()[1]) << 10 for line in text.splitlines() if line.startswith(keys)]
+        if len(found) == 2:
+            return sum(found)
+    return None
+
+
+def run_wait(procs: list) -> dict[int, float] | None:
+    """Linux: for each process, the seconds its threads have spent waiting in a run queue for a CPU (the second field
+    of /proc/PID/task/TID/schedstat, summed); None where the system does not say."""
+    import os
+
+    waits: dict[int, float] = {}
+    for proc in procs:
+        try:
+            threads = os.listdir(f"/proc/{proc.pid}/task")
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{proc.pid}/task/{thread}/schedstat", "rb") as source:
+                    waits[proc.pid] = waits.get(proc.pid, 0.0) + int(source.read().split()[1]) / 1e9
+            except (OSError, ValueError, IndexError):
+                pass
+    return waits if waits or not procs else None
 
 
 def code_memory(procs: list, root: int) -> int:
@@ -107,12 +147,14 @@ def code_memory(procs: list, root: int) -> int:
         try:
             if proc.pid == root:
                 resident = proc.memory_info()
-                total += resident.rss - getattr(resident, "shared", 0)
+                held = _held(proc.pid)  # shared anonymous memory (a MAP_SHARED buffer) is the code's too
+                total += resident.rss - getattr(resident, "shared", 0) if held is None else held
                 python, mine = proc.exe(), (resident.rss, resident.vms)
             elif proc.exe() == python:
                 resident = proc.memory_info()
                 if (resident.rss, resident.vms) != mine:  # the same figures: a vfork child on the root's own memory
-                    total += proc.memory_full_info().uss
+                    held = _held(proc.pid)  # its share of what it holds with the root (PSS): the sum stays the truth
+                    total += proc.memory_full_info().uss if held is None else held
         except (psutil.Error, OSError):
             continue
     return total

@@ -170,7 +170,7 @@ class Worker:
         """The keeper and every process below it (daemons it took in included); `below`: without the keeper."""
         return tree(self.keeper, include_root=not below)
 
-    def request(self, op: str, clock: Clock, stopping, on_model=None, **fields) -> dict:
+    def request(self, op: str, clock: Clock, stopping, on_model=None, on_spy=None, **fields) -> dict:
         ident = os.urandom(12).hex()
         clock.waiting()
         self._send(json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n", clock, stopping)
@@ -181,8 +181,11 @@ class Worker:
                 clock.waiting()
                 self._send(json.dumps({"id": ident, "reply": reply}).encode() + b"\n", clock, stopping)
                 continue
-            if "model" in answer:
-                self._lose("the worker asked the model outside a run of the agent")
+            if "spy" in answer and answer["id"] == ident and on_spy is not None:
+                on_spy(answer["spy"])  # the spy tool ran: the grader hears it as it happens, not in the run's answer
+                continue
+            if "model" in answer or "spy" in answer:
+                self._lose("the worker asked the model (or spoke as the spy) outside a run of the agent")
             if answer["id"] == ident:
                 self._answered.add(ident)
                 self._check_forks()
@@ -272,7 +275,7 @@ class Worker:
         if isinstance(answer, dict) and answer.keys() == {"exit"}:  # the keeper's last word: the worker has ended
             self.exit = answer["exit"] if type(answer["exit"]) is int else None
             self._lose(self._death())
-        if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad", "model"}) == 1):
+        if not (isinstance(answer, dict) and type(answer.get("id")) is str and len(answer.keys() & {"ok", "raised", "bad", "model", "spy"}) == 1):
             self._lose(f"the worker answered with something that is not an answer: {line[:80]!r}")
         return answer
 

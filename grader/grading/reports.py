@@ -40,10 +40,15 @@ def write_junit(grade: Grade, path: Path, started: datetime | None = None) -> No
     """One <testsuite> per lesson inside <testsuites>; a failed check is a <failure>, a timeout or crash an <error>."""
     stamp = (started or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     root = ET.Element("testsuites", name=f"workshop lesson-{grade.lesson}", **_counts(grade.outcomes))
+    note = _sandbox_note(grade)
     for lesson, group in groupby(grade.outcomes, key=lambda outcome: outcome.check.lesson):
         outcomes = list(group)
         suite = ET.SubElement(root, "testsuite", name=f"lesson-{lesson}", timestamp=stamp, hostname="localhost",
                               skipped="0", **_counts(outcomes))
+        if grade.sandbox:
+            ET.SubElement(ET.SubElement(suite, "properties"), "property", name="sandbox", value=grade.sandbox)
+        if note:
+            ET.SubElement(suite, "system-out").text = xml_safe(note)
         for outcome in outcomes:
             case = ET.SubElement(suite, "testcase", classname=f"lesson-{lesson}", name=xml_safe(outcome.check.id),
                                  time=_seconds(outcome.seconds))
@@ -57,6 +62,14 @@ def write_junit(grade: Grade, path: Path, started: datetime | None = None) -> No
                 element.text = xml_safe(text)
     ET.indent(root)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _sandbox_note(grade: Grade) -> str:
+    """'Graded without a sandbox ...' when the process fallback graded it (every report says so); else ''."""
+    from grader.grading.boundary import in_process_note
+
+    note = in_process_note(grade.sandbox)
+    return f"Graded without a sandbox: {note}" if note else ""
 
 
 def _counts(outcomes: list[Outcome]) -> dict[str, str]:
@@ -86,6 +99,8 @@ def gradescope_results(grade: Grade, execution_time: float) -> dict:
                     f"{sum(o.passed for o in earlier)} of {len(earlier)} checks still pass.")
     if grade.root_cause:
         summary += f"\nThe code could not be imported: {grade.root_cause}"
+    if _sandbox_note(grade):
+        summary += f"\n{_sandbox_note(grade)}"
     tests = []
     for lesson, group in groupby(grade.outcomes, key=lambda outcome: outcome.check.lesson):
         tests += [_gradescope_test(outcome, f"{lesson}.{k}", lesson == grade.lesson) for k, outcome in enumerate(group, start=1)]

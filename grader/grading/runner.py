@@ -206,7 +206,7 @@ class _Run:
         return worker
 
     def _judge(self, check: Check, worker: Worker) -> Outcome:
-        tmp, temp = self.folder.folder("check"), self.folder.folder("temp")
+        tmp, temp = self.folder.pinned("check"), self.folder.pinned("temp")
         started = time.monotonic()
         lab = Lab(self.workspace, tmp, worker, worker.clock(self.time_limit), self.stopping, temp=temp)
         try:
@@ -225,8 +225,9 @@ class _Run:
         except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly
             status, message = "error", f"the answer made no sense to the check ({type(confusion).__name__}: {confusion})"
         finally:
-            remove_tree(tmp)
-            remove_tree(temp)
+            lab.close()
+            remove_tree(tmp.path)
+            remove_tree(temp.path)
         return Outcome(check, status, _cut(message), time.monotonic() - started)
 
     def _late(self, late: CheckTimeout, worker: Worker) -> str:

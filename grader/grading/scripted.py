@@ -31,6 +31,7 @@ class ScriptedModel:
     def __init__(self, turns: list[dict]):
         self.turns = turns
         self.calls: list[dict] = []
+        self.replies: list[list] = []  # the content of each reply given, in order
         self.error = ""  # the first ScriptError it raised: the loop left the script
 
     def serve(self, request) -> dict:
@@ -60,7 +61,16 @@ class ScriptedModel:
             seen = last_results_text(messages)
             if turn["expect"] not in seen:
                 raise ScriptError(f"turn {number} expected the tool results to contain {turn['expect']!r}, but they were:\n{seen[:600]}")
+        self.replies.append(json.loads(json.dumps(turn["content"])))
         return Reply(json.loads(json.dumps(turn["content"])), turn.get("stop_reason", "end_turn"), dict(turn.get("usage", {})))
+
+    def messages(self) -> list[dict]:
+        """The conversation as the model saw it: the last request's messages and the last reply (the evidence checks judge)."""
+        if not self.calls:
+            return []
+        last = self.calls[-1].get("messages")
+        said = [{"role": "assistant", "content": self.replies[-1]}] if len(self.replies) == len(self.calls) else []
+        return (list(last) if isinstance(last, list) else []) + said
 
 
 def last_results_text(messages: list[dict]) -> str:

@@ -26,6 +26,7 @@ from grader.grading.runfolder import RunFolder
 NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try")
 NOBODY = "65534"
 HIDDEN = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # readable to root's uid even inside: masked
+PRIVATE_TMP = 256 << 20  # bytes the private /tmp (a tmpfs: memory no process is charged for) may hold
 INSTALL = "bubblewrap is not installed: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap)"
 JANITOR = ("import os, sys, time\nif not os.read(0, 1):  # EOF without a word: the grader died\n"
            "    time.sleep(0.2); from grader.grading.runfolder import remove_tree; remove_tree(sys.argv[1])")
@@ -48,10 +49,20 @@ def why_not() -> str | None:
     return None
 
 
+@functools.cache
+def _sized() -> tuple[str, ...]:
+    """`--size BYTES` for the private /tmp, where this bwrap has it (0.7 and later)."""
+    try:
+        said = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return ("--size", str(PRIVATE_TMP)) if b"--size" in said.stdout + said.stderr else ()
+
+
 def arguments(folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
     """bwrap's arguments before the command: the namespaces, the mounts, the uid."""
     args = ["bwrap", *NAMESPACES, "--uid", NOBODY, "--gid", NOBODY, "--die-with-parent", "--new-session",
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+            "--dev", "/dev", "--proc", "/proc", *_sized(), "--tmpfs", "/tmp"]
     for name in SYSTEM:
         path = Path(name)
         if path.is_symlink():

@@ -9,7 +9,6 @@ import os
 import random
 import re
 import struct
-from pathlib import Path
 
 from grader.grading.lab import CheckFailed, excerpt, expect
 
@@ -37,8 +36,9 @@ def numbers(text: str) -> set[int]:
     return found | {int(re.sub(r"[,_]", "", run)) for run in re.findall(r"\d{1,3}(?:[,_]\d{3})+", text)}
 
 
-def leftovers(folder: Path, *expected: str) -> list[str]:
-    return sorted(path.name for path in folder.iterdir() if path.name not in expected)
+def leftovers(files, *expected: str, folder: str = ".") -> list[str]:
+    """The names in `folder` of the check's pinned folder `files` (lab.files) other than the expected ones."""
+    return [name for name in files.listdir(folder) if name not in expected]
 
 
 def apply_diff(text: str, original: str) -> str:
@@ -89,8 +89,11 @@ class DirectoryEvents:
 
     CREATE, MODIFY, MOVED_TO = 0x100, 0x2, 0x80
 
-    def __init__(self, folder: Path):
-        self.folder, self.seen = folder, None
+    def __init__(self, folder):
+        self.seen = None
+        # lab.files: watched through its pinned fd, so a link planted in its place cannot point the watch elsewhere
+        pinned = getattr(folder, "fd", None)
+        self.folder = f"/proc/self/fd/{pinned}" if pinned is not None and os.path.isdir("/proc/self/fd") else getattr(folder, "path", folder)
 
     def __enter__(self) -> DirectoryEvents:
         try:

@@ -41,7 +41,7 @@ def cwd(lab: Lab) -> None:
     made = f"{random.choice(WORDS)}.txt"
     text = lab.ok("bash", command=f"pwd; echo made > {made}").text
     expect(Path(text.strip()).resolve() == lab.tmp.resolve(), f"commands should run in the working directory {lab.tmp}, pwd said {excerpt(text)}")
-    expect((lab.tmp / made).is_file(), f"the command wrote {made}: it should land in the working directory {lab.tmp}")
+    expect(lab.files.is_file(made), f"the command wrote {made}: it should land in the working directory {lab.tmp}")
 
 
 @check("bash.merged")
@@ -72,7 +72,7 @@ def tail_lines(lab: Lab) -> None:
                f"{total} lines of output should be cut to the LAST 2000 ({total - 1999}-{total}), got {len(kept)} lines, {excerpt(kept[0], 20)} to {excerpt(kept[-1], 20)}")
         expect_spill(lab, output, total - 1999, total, "2000-line", "".join(f"{n}\n" for n in range(1, total + 1)).encode())
     finally:
-        tidy(output)
+        tidy(output, lab)
 
 
 @check("bash.tail-bytes")
@@ -88,7 +88,7 @@ def tail_bytes(lab: Lab) -> None:
                f"the lines kept should be the last ones, {1001 - keep} to 1000; got {excerpt(kept[0].lstrip('0'), 20)} to {excerpt(kept[-1].lstrip('0'), 20)}")
         expect_spill(lab, output, 1001 - keep, 1000, "50.0KB")
     finally:
-        tidy(output)
+        tidy(output, lab)
 
 
 @check("bash.utf8-cut")
@@ -100,7 +100,7 @@ def utf8_cut(lab: Lab) -> None:
     ending = "z" * rng.choice([j for j in range(1, 4) if (CAP_BYTES - j) % width])  # so the last 51,200 bytes start mid-character
     line = "ab" + letter * count + ending  # one line, no newline: only a cut inside it can keep 50 KB
     output = parse(lab.ok("bash", command=f"printf 'ab'; for i in $(seq 1 {count // 100}); do printf '{letter * 100}'; done; printf '{letter * (count % 100)}{ending}'"))
-    tidy(output)
+    tidy(output, lab)
     body = output.body
     expect("\ufffd" not in body, f"the cut split a {width}-byte UTF-8 character ({letter!r}): the kept text starts {excerpt(body[:5])}")
     size = len(body.encode())
@@ -145,7 +145,7 @@ def timeout(lab: Lab) -> None:
 @check("bash.timeout-while-printing")
 def timeout_while_printing(lab: Lab) -> None:
     result, took = timed_bash(lab, "while :; do echo tick $((n++)); done", timeout=2)
-    tidy(parse(result))
+    tidy(parse(result), lab)
     expect(took < 6, f"a command that never stops printing, run with timeout 2, should stop after about 2 s; it took {took:.1f} s")
     found = parse(result).find("Command timed out")
     expect(result.is_error and found and float(found.group(1)) == 2, f"expected an is_error result ending 'Command timed out after 2 seconds', got {excerpt(result.text[-100:])}")
@@ -156,7 +156,7 @@ def kills_group(lab: Lab) -> None:
     result = lab.error("bash", command="sh -c 'echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=1)
     expect((lab.tmp / "child.pid").is_file(), f"the command never ran (it writes child.pid first); bash said {excerpt(result.text)}")
     deadline = time.monotonic() + 2
-    pid = int((lab.tmp / "child.pid").read_text())
+    pid = int(lab.files.read_text("child.pid"))
     while lab.running(pid) and time.monotonic() < deadline:  # the pid as the sandbox numbers it: the Lab looks it up
         time.sleep(0.05)
     alive = lab.running(pid)
@@ -185,7 +185,7 @@ def drain_after_exit(lab: Lab) -> None:
                    f"got {len(kept)} lines ending {excerpt(kept[-1], 40)}")
             expect_spill(lab, output, total + 1 - 1999, total + 1, "2000-line")
         finally:
-            tidy(output)
+            tidy(output, lab)
 
 
 @check("bash.signal")
@@ -227,7 +227,7 @@ def spill_only_when_cut(lab: Lab) -> None:
 def bounded_memory(lab: Lab) -> None:
     result, peak = lab.measure("bash", command="yes $(printf 'x%.0s' $(seq 1 200)) | head -n 100000")  # 20 MB
     output = parse(result)
-    tidy(output)
+    tidy(output, lab)
     found = output.find("[Showing")
     expect(found and found.group(4) == "50.0KB", f"20 MB of output should be cut to its tail with a (50.0KB limit) notice, got {excerpt(result.text[-160:])}")
     expect(peak < 4_000_000, f"20 MB of output took {peak / 1e6:.0f} MB of memory; expected under 4 MB")
@@ -242,4 +242,4 @@ def stash_scenario(lab: Lab) -> None:
 
 def _temp_files(lab: Lab) -> list[Path]:
     """The files in this check's own temp folder (the student's code's TMPDIR, which no other check shares)."""
-    return sorted(path for path in lab.temp_dir.iterdir() if path.is_file())
+    return [lab.temp_dir / name for name in lab.temp_files.listdir() if lab.temp_files.is_file(name)]

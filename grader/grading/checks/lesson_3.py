@@ -5,7 +5,6 @@ asks for (the edit's number, counted from 1; the count of matches; the line wher
 """
 from __future__ import annotations
 
-import os
 import random
 import re
 
@@ -18,9 +17,9 @@ ORDINALS = ("zeroth", "first", "second", "third", "fourth", "fifth")
 
 
 def unchanged(lab: Lab, name: str, before: bytes, why: str) -> None:
-    after = (lab.tmp / name).read_bytes()
+    after = lab.files.read_bytes(name)
     expect(after == before, f"{why}, the file must be left exactly as it was: expected {excerpt(before)}, found {excerpt(after)}")
-    extra = leftovers(lab.tmp, name)
+    extra = leftovers(lab.files, name)
     expect(not extra, f"{why}, nothing should be left behind beside {name}, found {extra}")
 
 
@@ -45,7 +44,7 @@ def names_edit(text: str, number: int, why: str) -> None:
 def file_of(lab: Lab, rng: random.Random, count: int, name: str = "") -> tuple[str, list[str], bytes]:
     lines = lines_of(rng, count)
     name = name or f"{rng.choice(lines).split(' ')[0]}.py"
-    return name, lines, lab.file(name, "".join(line + "\n" for line in lines)).read_bytes()
+    return name, lines, lab.files.read_bytes(lab.file(name, "".join(line + "\n" for line in lines)))
 
 
 @check("edit.replace")
@@ -56,15 +55,15 @@ def replace(lab: Lab) -> None:
     result = edit(lab, name, (target, target.upper()))
     expect(not result.is_error, f"a unique match should be replaced, got the error {excerpt(result.text)}")
     expected = before.decode().replace(target, target.upper())
-    after = (lab.tmp / name).read_text()
+    after = lab.files.read_text(name)
     expect(after == expected, f"only the matched text should change: expected {excerpt(expected)}, found {excerpt(after)}")
     a, b, c = rng.sample(lines, 3)
     call = f"{a.split(' ')[0]}.get(*args) + [kwargs]"  # exact text, even where a regular expression would see patterns
-    before = lab.file(name, f"{b}\nvalue = {call}\n{c}\n").read_bytes()
+    before = lab.files.read_bytes(lab.file(name, f"{b}\nvalue = {call}\n{c}\n"))
     result = edit(lab, name, (f"= {call}", r"= \g<0>.strip('$\\')"))
     expect(not result.is_error, f"oldText {call!r} occurs once, as plain text: it should be replaced, got the error {excerpt(result.text)}")
     expected = before.decode().replace(f"= {call}", r"= \g<0>.strip('$\\')")
-    after = (lab.tmp / name).read_text()
+    after = lab.files.read_text(name)
     expect(after == expected, f"only the matched text should change: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
@@ -75,7 +74,7 @@ def diff(lab: Lab) -> None:
     first, second = rng.randint(20, 28), rng.randint(34, 42)
     result = edit(lab, name, (lines[second - 1], lines[second - 1] + "  # tuned"), (lines[first - 1], f"# {lines[first - 1]}"))
     expect(not result.is_error, f"two valid edits should apply, got the error {excerpt(result.text)}")
-    after = (lab.tmp / name).read_text()
+    after = lab.files.read_text(name)
     patched = apply_diff(result.text, before.decode())
     expect(patched == after, f"applying the diff to the file as it was should give the file as it is now; it gives {excerpt(patched)}")
     said = numbers("\n".join(row for row in result.text.split("\n") if not HUNK.match(row)))
@@ -86,7 +85,7 @@ def diff(lab: Lab) -> None:
     result = edit(lab, "tail.py", (last[-1], last[-1].upper()))
     expect(not result.is_error, f"an edit of the last line should apply, got the error {excerpt(result.text)}")
     patched = apply_diff(result.text, "\n".join(last))
-    after = (lab.tmp / "tail.py").read_text()
+    after = lab.files.read_text("tail.py")
     expect(patched != after + "\n", "the new last line has no newline either: the diff's '+' line for it should be followed by "
                                     "'\\ No newline at end of file'")
     expect(patched == after, f"applying the diff to tail.py as it was should give it as it is now; it gives {excerpt(patched)}")
@@ -117,12 +116,12 @@ def multiple_matches(lab: Lab) -> None:
     body = lines[1:] + [repeated] * twice
     rng.shuffle(body)
     body.append(lines[0] + "  # last")  # the repeated line is also a prefix of this one: twice + 1 matches
-    before = lab.file("render.py", "".join(line + "\n" for line in body)).read_bytes()
+    before = lab.files.read_bytes(lab.file("render.py", "".join(line + "\n" for line in body)))
     text = refused(lab, "render.py", (repeated, "pass"))
     expect(twice + 1 in numbers(text), f"oldText occurs {twice + 1} times: the error should say {twice + 1}, got {excerpt(text)}")
     unchanged(lab, "render.py", before, "when oldText matches several places")
     marks = rng.randint(3, 6)
-    before = lab.file("render.py", f"{lines[1]}\n" + "#\n" * marks + f"{lines[2]}\n").read_bytes()
+    before = lab.files.read_bytes(lab.file("render.py", f"{lines[1]}\n" + "#\n" * marks + f"{lines[2]}\n"))
     text = refused(lab, "render.py", ("#\n#\n", "#\n"))
     expect(marks - 1 in numbers(text), f"'#\\n#\\n' occurs {marks - 1} times in {marks} lines of '#', overlapping ones counted "
                                         f"(str.count skips those): the error should say {marks - 1}, got {excerpt(text)}")
@@ -149,7 +148,7 @@ def overlap(lab: Lab) -> None:
     result = edit(lab, name, *pairs)
     expect(not result.is_error, f"edits that only touch (one ends where the next starts) do not overlap and should apply, got {excerpt(result.text)}")
     expected = before.decode().replace(line, "AB")
-    after = (lab.tmp / name).read_text()
+    after = lab.files.read_text(name)
     expect(after == expected, f"both touching edits should apply: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
@@ -161,7 +160,7 @@ def all_or_nothing(lab: Lab) -> None:
     unchanged(lab, name, before, "when the second of two edits fails (its text is not in the file), the first must not apply either")
     lab.ok("edit", path=name, edits=[{"oldText": lines[1], "newText": "a = None"}, {"oldText": lines[4], "newText": "b = None"}])
     expected = before.decode().replace(lines[1], "a = None").replace(lines[4], "b = None")
-    after = (lab.tmp / name).read_text()
+    after = lab.files.read_text(name)
     expect(after == expected, f"with both edits valid, both should apply: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
@@ -172,11 +171,11 @@ def original_file(lab: Lab) -> None:
     result = edit(lab, name, (lines[4], "late = True"), (lines[0], "early = True"))
     expect(not result.is_error, f"two separate edits, given in any order, should both apply, got {excerpt(result.text)}")
     expected = before.decode().replace(lines[4], "late = True").replace(lines[0], "early = True")
-    after = (lab.tmp / name).read_text()
+    after = lab.files.read_text(name)
     expect(after == expected, f"both edits should apply: expected {excerpt(expected)}, found {excerpt(after)}")
     lab.file("chain.py", "value = 'one'\n")
     refused(lab, "chain.py", ("'one'", "'two'"), ("'two'", "'three'"))
-    expect((lab.tmp / "chain.py").read_text() == "value = 'one'\n",
+    expect(lab.files.read_text("chain.py") == "value = 'one'\n",
            "edits match the original file, not the result of earlier edits: 'two' is not in it")
 
 
@@ -185,7 +184,7 @@ def refuse_empty_and_noop(lab: Lab) -> None:
     rng = random.Random()
     name, lines, before = file_of(lab, rng, 6)
     expect(not edit(lab, name, (lines[3], lines[3] + "  # ok")).is_error, "a real edit should apply")
-    before = (lab.tmp / name).read_bytes()
+    before = lab.files.read_bytes(name)
     refused(lab, name, ("", "x = None\n"))
     unchanged(lab, name, before, "after an edit with an empty oldText")
     for bad, kind in (((lines[1], lines[1]), "changes nothing (newText equals oldText)"), (("", "x = None\n"), "has an empty oldText")):
@@ -197,7 +196,7 @@ def refuse_empty_and_noop(lab: Lab) -> None:
         unchanged(lab, name, before, f"when edit {number} {kind}")
     lab.file("empty.py", "")
     refused(lab, "empty.py", ("", "x = None\n"))  # "" is all an empty file holds: still empty, still refused
-    found = (lab.tmp / "empty.py").read_bytes()
+    found = lab.files.read_bytes("empty.py")
     expect(found == b"", f"an empty oldText is refused in an empty file too: the file must stay empty, found {excerpt(found)}")
 
 
@@ -210,7 +209,7 @@ def crlf_bom(lab: Lab) -> None:
     result = edit(lab, "win.py", (f"{lines[1]}\n{lines[2]}", "a = None\nb = None"))
     expect(not result.is_error, f"an LF oldText should match a CRLF file, got {excerpt(result.text)}")
     expected = windows.replace(f"{lines[1]}\r\n{lines[2]}", "a = None\r\nb = None").encode()
-    after = (lab.tmp / "win.py").read_bytes()
+    after = lab.files.read_bytes("win.py")
     expect(after == expected, f"the BOM and CRLF line endings should survive the edit: expected {expected!r}, found {after!r}")
     lines = lines_of(rng, 8)
     endings = ["\r\n", "\n"] + [rng.choice(["\r\n", "\n"]) for _ in lines[2:]]
@@ -221,13 +220,13 @@ def crlf_bom(lab: Lab) -> None:
     lab.file("mixed.py", mixed.encode())
     edit(lab, "mixed.py", (lines[one], "a = None"))
     expected = mixed.replace(lines[one], "a = None").encode()
-    after = (lab.tmp / "mixed.py").read_bytes()
+    after = lab.files.read_bytes("mixed.py")
     expect(after == expected, f"in a file that mixes LF and CRLF, lines the edit does not touch keep their own endings: "
                               f"expected {expected!r}, found {after!r}")
     lines[one] = "a = None"
     result = edit(lab, "mixed.py", (f"{lines[two]}\n{lines[two + 1]}", "b = None\nc = None"))
     expect(not result.is_error, f"an LF oldText across two lines should match them whatever their endings, got {excerpt(result.text)}")
-    after = (lab.tmp / "mixed.py").read_bytes()
+    after = lab.files.read_bytes("mixed.py")
     rows = after.split(b"\n")
     kept = [n for n in range(len(lines)) if n not in (two, two + 1)]
     expect(len(rows) == len(lines) + 1 and all(rows[n] + b"\n" == (lines[n] + endings[n]).encode() for n in kept)
@@ -243,16 +242,17 @@ def crlf_bom(lab: Lab) -> None:
 def atomic(lab: Lab) -> None:
     rng = random.Random()
     name, lines, _ = file_of(lab, rng, 4)
-    path, mode = lab.tmp / name, rng.choice([0o755, 0o750, 0o700, 0o640, 0o664])
-    os.chmod(path, mode)
-    inode = path.stat().st_ino
-    with DirectoryEvents(lab.tmp) as events:
+    mode = rng.choice([0o755, 0o750, 0o700, 0o640, 0o664])
+    lab.files.chmod(name, mode)
+    inode = lab.files.stat(name).st_ino
+    with DirectoryEvents(lab.files) as events:
         result = edit(lab, name, (lines[2], "a = None"))
-    expect(not result.is_error and "a = None" in path.read_text(), f"the edit should apply, got {excerpt(result.text)}")
-    expect(path.stat().st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
+    expect(not result.is_error and "a = None" in lab.files.read_text(name), f"the edit should apply, got {excerpt(result.text)}")
+    expect(lab.files.stat(name).st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
                                         "the original (write_atomic)")
-    expect(path.stat().st_mode & 0o7777 == mode, f"the file's permissions should be kept: expected {mode:o}, found {path.stat().st_mode & 0o7777:o}")
-    extra = leftovers(lab.tmp, name)
+    kept = lab.files.stat(name).st_mode & 0o7777
+    expect(kept == mode, f"the file's permissions should be kept: expected {mode:o}, found {kept:o}")
+    extra = leftovers(lab.files, name)
     expect(not extra, f"no temporary files should be left behind, found {extra}")
     events.check_temp_beside(name)
 
@@ -262,15 +262,17 @@ def read_only(lab: Lab) -> None:
     rng = random.Random()
     name, lines, _ = file_of(lab, rng, 4)
     expect(not edit(lab, name, (lines[0], "a = None")).is_error, "an edit of a writable file should apply")
-    path, mode = lab.tmp / name, rng.choice([0o444, 0o440, 0o400, 0o555])
-    before = path.read_bytes()
-    os.chmod(path, mode)
+    mode = rng.choice([0o444, 0o440, 0o400, 0o555])
+    before = lab.files.read_bytes(name)
+    lab.files.chmod(name, mode)
     try:
         refused(lab, name, (lines[1], "b = None"))
         unchanged(lab, name, before, f"for a read-only file (mode {mode:o})")
-        expect(path.stat().st_mode & 0o7777 == mode, f"a read-only file keeps its mode {mode:o}, found {path.stat().st_mode & 0o7777:o}")
+        kept = lab.files.stat(name).st_mode & 0o7777
+        expect(kept == mode, f"a read-only file keeps its mode {mode:o}, found {kept:o}")
     finally:
-        os.chmod(path, 0o644)
+        if lab.files.is_file(name):
+            lab.files.chmod(name, 0o644)
 
 
 @check("edit.directory")
@@ -279,19 +281,19 @@ def directory(lab: Lab) -> None:
     name, lines, _ = file_of(lab, rng, 3)
     expect(not edit(lab, name, (lines[0], "a = None")).is_error, "an edit of a file should apply")
     folder = rng.choice(lines[1:]).split(" ")[0]
-    (lab.tmp / folder).mkdir()
-    (lab.tmp / folder / "inside.py").write_text("a = 1\n")
+    lab.files.mkdir(folder)
+    lab.file(f"{folder}/inside.py", "a = 1\n")
     text = refused(lab, folder, ("a = 1", "a = 2"))
     expect(folder in text and DIRECTORY_WORD.search(text) and "Errno" not in text,
            f"{folder} is a directory: the refusal should name it and say it is a directory (or folder), in words of its own "
            f"rather than a raw OS error; got {excerpt(text)}")
-    expect((lab.tmp / folder / "inside.py").read_text() == "a = 1\n", "the directory and its files must be left alone")
+    expect(lab.files.read_text(f"{folder}/inside.py") == "a = 1\n", "the directory and its files must be left alone")
 
 
 @check("edit.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(3)
-    fixed = (run.cwd / "stash/extract.py").read_text()
+    fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('        "%a, %d %b %Y %H:%M:%S %z",\n' in fixed and fixed.count("\n") == 27,
            f"after the scenario, parse_date should list the offset-aware formats first, got {excerpt(fixed[200:520])}")
     runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]

@@ -1,7 +1,6 @@
 """Lesson 4: write, on names and contents made fresh for each run, and a loop that never writes from a cut-off reply."""
 from __future__ import annotations
 
-import os
 import random
 
 from grader.grading.checks import Lab, check, excerpt, expect, tool_results
@@ -20,7 +19,7 @@ def name_of(rng: random.Random, suffix: str = ".md") -> str:
 
 
 def mode_of(lab: Lab, name: str) -> int:
-    return (lab.tmp / name).stat().st_mode & 0o7777
+    return lab.files.stat(name).st_mode & 0o7777
 
 
 @check("write.create")
@@ -28,7 +27,7 @@ def create(lab: Lab) -> None:
     rng = random.Random()
     name, content = name_of(rng), text_of(rng, rng.randint(1, 9))
     result = lab.ok("write", path=name, content=content)
-    found = (lab.tmp / name).read_bytes()
+    found = lab.files.read_bytes(name)
     expect(found == content.encode(), f"the file should hold exactly the content sent: expected {excerpt(content)}, found {excerpt(found)}")
     expect(name in result.text, f"the result should name the path written ({name}), got {excerpt(result.text)}")
 
@@ -38,7 +37,7 @@ def parents(lab: Lab) -> None:
     rng = random.Random()
     path = "/".join(rng.sample(WORDS, rng.randint(1, 3))) + "/test_new.py"
     lab.ok("write", path=path, content="def test_it():\n    pass\n")
-    expect((lab.tmp / path).is_file(), f"missing parent folders ({path.rsplit('/', 1)[0]}/) should be created")
+    expect(lab.files.is_file(path), f"missing parent folders ({path.rsplit('/', 1)[0]}/) should be created")
 
 
 @check("write.utf8-bytes")
@@ -48,7 +47,7 @@ def utf8_bytes(lab: Lab) -> None:
     size, length = len(content.encode("utf-8")), len(content)
     name = name_of(rng, ".txt")
     text = lab.ok("write", path=name, content=content).text
-    found = (lab.tmp / name).read_bytes()
+    found = lab.files.read_bytes(name)
     expect(found == content.encode("utf-8"), f"the file should be written as UTF-8: expected {content.encode()!r}, found {found!r}")
     said = numbers(text)
     expect(size in said or length not in said, f"the result should count UTF-8 bytes ({size}), not characters ({length}): it says {excerpt(text)}")
@@ -67,7 +66,7 @@ def exact(lab: Lab) -> None:
              "mixed.txt": "one\r\ntwo\nthree\r\n", "blank.txt": "\n\n" + text_of(rng, 1) + "\n\n"}
     for name, content in cases.items():
         lab.ok("write", path=name, content=content)
-        found = (lab.tmp / name).read_bytes()
+        found = lab.files.read_bytes(name)
         expect(found == content.encode(), f"write should add and change nothing (no newline of its own, line endings as sent): "
                                           f"expected {content.encode()!r}, found {found!r}")
 
@@ -77,11 +76,11 @@ def empty(lab: Lab) -> None:
     rng = random.Random()
     path = f"{rng.choice(WORDS)}/__init__.py"
     text = lab.ok("write", path=path, content="").text
-    expect((lab.tmp / path).is_file() and (lab.tmp / path).read_bytes() == b"", f"empty content should make an empty file at {path}")
+    expect(lab.files.is_file(path) and lab.files.read_bytes(path) == b"", f"empty content should make an empty file at {path}")
     expect(0 in numbers(text), f"the result should say 0 bytes were written, got {excerpt(text)}")
     lab.file("notes.md", text_of(rng, 3))
     lab.ok("write", path="notes.md", content="")
-    expect((lab.tmp / "notes.md").read_bytes() == b"", "writing empty content over a file should leave it empty")
+    expect(lab.files.read_bytes("notes.md") == b"", "writing empty content over a file should leave it empty")
 
 
 @check("write.overwrite")
@@ -91,7 +90,7 @@ def overwrite(lab: Lab) -> None:
     new = old.split("\n", 1)[0] + "\n"
     lab.file(name, old)
     lab.ok("write", path=name, content=new)
-    after = (lab.tmp / name).read_text()
+    after = lab.files.read_text(name)
     expect(after == new, f"writing shorter content should replace the file completely: expected {excerpt(new)}, found {excerpt(after)}")
 
 
@@ -99,17 +98,17 @@ def overwrite(lab: Lab) -> None:
 def atomic(lab: Lab) -> None:
     rng = random.Random()
     name = name_of(rng, ".json")
-    path = lab.file(name, '{"old": true}\n')
-    inode = path.stat().st_ino
-    with DirectoryEvents(lab.tmp) as replaced:
+    lab.file(name, '{"old": true}\n')
+    inode = lab.files.stat(name).st_ino
+    with DirectoryEvents(lab.files) as replaced:
         lab.ok("write", path=name, content='{"new": true}\n')
-    expect(path.read_text() == '{"new": true}\n', "the new content should be in place")
-    expect(path.stat().st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
+    expect(lab.files.read_text(name) == '{"new": true}\n', "the new content should be in place")
+    expect(lab.files.stat(name).st_ino != inode, "the file kept its inode, so it was rewritten in place: write a temp file and rename it over "
                                         "the target (write_atomic), so a crash never leaves half a file")
     fresh = name_of(rng, ".toml")
-    with DirectoryEvents(lab.tmp) as created:
+    with DirectoryEvents(lab.files) as created:
         lab.ok("write", path=fresh, content="[tool]\n")
-    extra = leftovers(lab.tmp, name, fresh)
+    extra = leftovers(lab.files, name, fresh)
     expect(not extra, f"no temporary files should be left behind, found {extra}")
     replaced.check_temp_beside(name)
     created.check_temp_beside(fresh)
@@ -130,7 +129,7 @@ def mode(lab: Lab) -> None:
         expect(mode_of(lab, name) == expected, f"with umask {umask:03o} a new file should get mode {expected:o} (0666 & ~umask), "
                                                f"as any program's new file does; found {mode_of(lab, name):o}")
     kept = rng.choice([mode for mode in (0o755, 0o750, 0o700, 0o640, 0o600, 0o664) if mode != expected])
-    os.chmod(lab.tmp / name, kept)
+    lab.files.chmod(name, kept)
     lab.ok("write", path=name, content="echo bye\n")
     expect(mode_of(lab, name) == kept, f"an existing file should keep its mode {kept:o} when rewritten, found {mode_of(lab, name):o}")
 
@@ -141,30 +140,31 @@ def read_only(lab: Lab) -> None:
     name, content = name_of(rng, ".cfg"), text_of(rng, 3)
     lab.ok("write", path=name, content=content)
     kept = rng.choice([0o444, 0o440, 0o400, 0o555])
-    os.chmod(lab.tmp / name, kept)
+    lab.files.chmod(name, kept)
     try:
         lab.error("write", path=name, content="replaced\n")
-        found = (lab.tmp / name).read_bytes()
+        found = lab.files.read_bytes(name)
         expect(found == content.encode(), f"a read-only file (mode {kept:o}) must not be replaced: expected {excerpt(content)}, found {excerpt(found)}")
         expect(mode_of(lab, name) == kept, f"a read-only file keeps its mode {kept:o}, found {mode_of(lab, name):o}")
-        extra = leftovers(lab.tmp, name)
+        extra = leftovers(lab.files, name)
         expect(not extra, f"a refused write should leave nothing behind, found {extra}")
     finally:
-        os.chmod(lab.tmp / name, 0o644)
+        if lab.files.is_file(name):
+            lab.files.chmod(name, 0o644)
 
 
 @check("write.symlink")
 def symlink(lab: Lab) -> None:
     rng = random.Random()
     folder, name, link = rng.sample(WORDS, 3)
-    target = lab.file(f"{folder}/{name}.txt", "old\n")
-    os.symlink(f"{folder}/{name}.txt", lab.tmp / link)
+    lab.file(f"{folder}/{name}.txt", "old\n")
+    lab.files.symlink(f"{folder}/{name}.txt", link)
     content = text_of(rng, 2)
     lab.ok("write", path=link, content=content)
-    expect((lab.tmp / link).is_symlink(), f"{link} is a symlink to {folder}/{name}.txt: write through it, leave the link a link")
-    found = target.read_text()
+    expect(lab.files.is_symlink(link), f"{link} is a symlink to {folder}/{name}.txt: write through it, leave the link a link")
+    found = lab.files.read_text(f"{folder}/{name}.txt")
     expect(found == content, f"the symlink's target {folder}/{name}.txt should get the content: expected {excerpt(content)}, found {excerpt(found)}")
-    extra = leftovers(lab.tmp / folder, f"{name}.txt")
+    extra = leftovers(lab.files, f"{name}.txt", folder=folder)
     expect(not extra, f"no temporary files should be left behind, found {extra}")
 
 
@@ -172,13 +172,13 @@ def symlink(lab: Lab) -> None:
 def directory(lab: Lab) -> None:
     rng = random.Random()
     folder = rng.choice(WORDS)
-    (lab.tmp / folder).mkdir()
-    (lab.tmp / folder / "keep.txt").write_text("kept\n")
+    lab.files.mkdir(folder)
+    lab.file(f"{folder}/keep.txt", "kept\n")
     text = lab.error("write", path=folder, content="x").text
     expect(folder in text and DIRECTORY_WORD.search(text) and "Errno" not in text,
            f"{folder} is a directory: the refusal should name it and say it is a directory (or folder), in words of its own "
            f"rather than a raw OS error; got {excerpt(text)}")
-    expect((lab.tmp / folder / "keep.txt").read_text() == "kept\n", "the directory and its files must be left alone")
+    expect(lab.files.read_text(f"{folder}/keep.txt") == "kept\n", "the directory and its files must be left alone")
 
 
 def use(call_id: str, name: str, **args) -> dict:
@@ -199,10 +199,10 @@ def cut_off_turn(lab: Lab) -> None:
     run = lab.run_agent([turn({"type": "text", "text": "Writing them all"}, *calls, stop="max_tokens"),
                          turn(use("toolu_whole", "write", path=resent, content="print('hello')\n")),
                          turn({"type": "text", "text": "Done."}, stop="end_turn")], "Write the programs.")
-    ran = [name for name in names if (lab.tmp / name).exists()]
+    ran = [name for name in names if lab.files.exists(name)]
     expect(not ran, "no tool call from a reply cut off at max_tokens may run, not even the complete ones before the cut; "
                     f"these were written: {ran}")
-    expect((lab.tmp / resent).is_file(), "the smaller write the model sent next should run")
+    expect(lab.files.is_file(resent), "the smaller write the model sent next should run")
     answered = {block.get("tool_use_id"): block.get("is_error") for block in tool_results(run.messages)}
     missing = [call["id"] for call in calls if answered.get(call["id"]) is not True]
     expect(not missing, f"every call of the cut-off reply needs an is_error tool_result with its id; not so for {missing}")
@@ -212,8 +212,8 @@ def cut_off_turn(lab: Lab) -> None:
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(4)
     created = run.cwd / "tests/test_plain_text.py"
-    expect(created.is_file(), "the scenario should create stash's tests/test_plain_text.py")
+    expect(lab.files.is_file(created), "the scenario should create stash's tests/test_plain_text.py")
     results = [str(block.get("content")) for block in tool_results(run.messages)]
-    size = len(created.read_bytes())
+    size = len(lab.files.read_bytes(created))
     expect(size in numbers(results[0]), f"write should report the {size} bytes written, got {excerpt(results[0])}")
     expect("1 passed" in results[-1], f"the new test should pass, got {excerpt(results[-1][-200:])}")

@@ -22,7 +22,7 @@ def token() -> str:
 
 def tree(lab: Lab, files: dict[str, str | bytes]) -> None:
     """Files in a git work tree (an empty .git folder is enough for rg to apply .gitignore)."""
-    (lab.tmp / ".git").mkdir(exist_ok=True)
+    lab.files.mkdir(".git", exist_ok=True)
     for name, content in files.items():
         lab.file(name, content)
 
@@ -251,7 +251,7 @@ def uses_rg(lab: Lab) -> None:
     expect(real, "the grader needs the rg program of the ripgrep wheel to run this check (pip install 'ripgrep>=14.1,<15')")
     log = lab.tmp / ".bin" / "calls.log"
     fake = lab.file(".bin/rg", f'#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\nexec "{real}" "$@"\n')
-    fake.chmod(0o755)
+    lab.files.chmod(fake, 0o755)
     word = token()
     tree(lab, {"flags.txt": f"-{word}\n"})
     previous = lab.call(SEARCH, "use_rg", str(fake))
@@ -259,7 +259,7 @@ def uses_rg(lab: Lab) -> None:
         result = lab.tool("search", pattern=f"-{word}")
     finally:
         lab.call(SEARCH, "use_rg", previous)
-    expect(log.is_file(), "when rg is there (use_rg names it), search should run it; the rg given was never started")
+    expect(lab.files.is_file(log), "when rg is there (use_rg names it), search should run it; the rg given was never started")
     expect(matches(result)[0] == [f"flags.txt:1: -{word}"], f"through rg, a pattern starting with '-' should be searched for, got {excerpt(result.text)}")
 
 
@@ -286,6 +286,6 @@ def stash_scenario(lab: Lab) -> None:
     results = [str(block.get("content")) for block in tool_results(run.messages)]
     expect(any(line.startswith("stash/feeds.py:25: ") and "strip_html" in line for text in results for line in text.splitlines()),
            "searching for strip_html should answer 'stash/feeds.py:25: ...' (path:line: text)")
-    feeds = (run.cwd / "stash/feeds.py").read_text()
+    feeds = lab.files.read_text(run.cwd / "stash/feeds.py")
     expect("extract.plain_text(" in feeds and "strip_html" not in feeds, "after the scenario, feeds.py should call extract.plain_text")
     expect("2 passed" in results[-1], f"stash's suite should end at '2 passed', got {excerpt(results[-1][-200:])}")

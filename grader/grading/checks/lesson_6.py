@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import string
-import subprocess
 import sys
 
 from grader.course import kit
 from grader.grading.checks import Lab, check, excerpt, expect, shown, tool_results
 from grader.grading.checks.probe import HERE as PROBE
+from grader.grading.runfolder import remove_tree
+from grader.grading.safe_files import Pinned
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -141,9 +141,9 @@ def bypasses(lab: Lab) -> None:
 @check("gate.bash-denied")
 def bash_denied(lab: Lab) -> None:
     victim = lab.tmp / name()
-    (victim / "src").mkdir(parents=True)
+    lab.files.mkdir(victim / "src")
     result = lab.error("bash", command=f"rm -rf {victim.name}")
-    expect(victim.is_dir(), f"`rm -rf {victim.name}` ran: the default rules in rover/permissions.toml deny rm -rf")
+    expect(lab.files.is_dir(victim), f"`rm -rf {victim.name}` ran: the default rules in rover/permissions.toml deny rm -rf")
     expect("rm -rf" in result.text, f"the denial should name the rule, got {excerpt(result.text)}")
     piped = lab.error("bash", command="curl -s file:///dev/null | sh")
     expect("curl * | sh" in piped.text, f"the denial of a pipe into sh should name the rule 'curl * | sh', got {excerpt(piped.text)}")
@@ -152,16 +152,18 @@ def bash_denied(lab: Lab) -> None:
     pushed = lab.error("bash", command="git -C .. push origin main")
     expect("push" in pushed.text, f"`git -C .. push` is a git push: the default rules should deny it, naming the rule, got {excerpt(pushed.text)}")
     git = ["git", "-C", str(lab.tmp), "-c", "user.name=grader", "-c", "user.email=grader@example.invalid"]
-    subprocess.run([*git, "init", "-q"], check=True, capture_output=True)  # a repository with a commit: both would write
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True, capture_output=True)
+    # a repository with a commit (both would write), made by git inside the sandbox: the grader never runs git (its
+    # hooks, its config) on a folder the student's code can write
+    lab.call("subprocess", "check_call", [*git, "init", "-q"])
+    lab.call("subprocess", "check_call", [*git, "commit", "-q", "--allow-empty", "-m", "start"])
     previous = lab.call(PERSON, "script", [])  # nobody there to answer
     try:
         for command in ("git diff", "git log"):
             written = name()
             result = lab.tool("bash", command=f"{command} --output={written}")
-            expect(result.is_error and not (lab.tmp / written).exists(),
+            expect(result.is_error and not lab.files.exists(written),
                    f"`{command} --output={written}` writes a file, so the default rules must not allow it; it "
-                   f"{'wrote the file' if (lab.tmp / written).exists() else 'ran'} and answered {excerpt(result.text)}")
+                   f"{'wrote the file' if lab.files.exists(written) else 'ran'} and answered {excerpt(result.text)}")
     finally:
         lab.call(PERSON, "script", previous)
 
@@ -174,7 +176,7 @@ def bash_ask(lab: Lab) -> None:
         result = lab.tool("bash", command=f"touch {made}")
     finally:
         lab.call(PERSON, "script", previous)
-    expect(result.is_error and not (lab.tmp / made).exists(), "with nobody at a terminal to answer, an asked command must not run (an is_error result)")
+    expect(result.is_error and not lab.files.exists(made), "with nobody at a terminal to answer, an asked command must not run (an is_error result)")
     expect(f"touch {made}" in result.text, f"the refusal should name the command that needed approval, got {excerpt(result.text)}")
     for answer, runs in (("y", True), ("n", False)):
         made = name()
@@ -183,22 +185,22 @@ def bash_ask(lab: Lab) -> None:
             result = lab.tool("bash", command=f"touch {made}")
         finally:
             lab.call(PERSON, "script", previous)
-        expect((lab.tmp / made).exists() == runs and result.is_error != runs,
+        expect(lab.files.exists(made) == runs and result.is_error != runs,
                f"when the person answers {answer!r} (person.ask), `touch {made}` should {'run' if runs else 'not run, as an error'}; "
-               f"it {'ran' if (lab.tmp / made).exists() else 'did not run'} and answered {excerpt(result.text)}")
+               f"it {'ran' if lab.files.exists(made) else 'did not run'} and answered {excerpt(result.text)}")
 
 
 @check("gate.always")
 def always(lab: Lab) -> None:
     rules = lab.file("rules/permissions.toml", (lab.workspace / "rover" / "permissions.toml").read_text(encoding="utf-8"))
-    before = tomllib.loads(rules.read_text(encoding="utf-8"))
+    before = tomllib.loads(lab.files.read_text(rules))
     made = name()
     answers = lab.call(PROBE, "answer_always", f"touch {made}", str(lab.tmp), str(rules))
     expect(isinstance(answers, list) and len(answers) == 2, f"the two calls came back as {shown(answers)}")
     first, second = answers
-    expect(not first.get("is_error") and (lab.tmp / made).exists(),
+    expect(not first.get("is_error") and lab.files.exists(made),
            f"answered 'always', `touch {made}` should run; it answered {excerpt(first.get('text'))}")
-    text = rules.read_text(encoding="utf-8")
+    text = lab.files.read_text(rules)
     try:
         after = tomllib.loads(text)
     except tomllib.TOMLDecodeError as problem:
@@ -217,9 +219,9 @@ def remember(lab: Lab) -> None:
     text = '# my rules\ndeny = [\n  "sudo",\n]\n\n# asked first\nask = []\n\nallow = [\n  "ls",  # listing is harmless\n  "cat",\n]\n'
     path = lab.file("rules/permissions.toml", text)
     rule = f"make {name()}"
-    inode = path.stat().st_ino
+    inode = lab.files.stat(path).st_ino
     lab.call(GATE, "remember", rule, str(path))
-    after = path.read_text(encoding="utf-8")
+    after = lab.files.read_text(path)
     try:
         rules = tomllib.loads(after)
     except tomllib.TOMLDecodeError as problem:
@@ -228,13 +230,13 @@ def remember(lab: Lab) -> None:
            f"remember({shown(rule)}) should add it to allow and change nothing else; given the file\n{text}\nit wrote\n{after}\nwhich parses as {shown(rules)}")
     kept = [line for line in text.splitlines() if line.lstrip().startswith("#") or "#" in line]
     expect(all(line in after.splitlines() for line in kept), f"comments should be kept; given the file\n{text}\nit wrote\n{after}")
-    expect(path.stat().st_ino != inode, "remember should write the file with write_atomic (a new file renamed over the old one), "
+    expect(lab.files.stat(path).st_ino != inode, "remember should write the file with write_atomic (a new file renamed over the old one), "
                                         "so a crash mid-write cannot leave half a rules file; it rewrote the file in place")
     flat_text = 'deny = ["sudo"]\nallow = ["ls", "cat"]\n'
     lab.file("flat.toml", flat_text)
     quoted = 'grep -e "' + name() + '" -e ' + "'a\\b' it's.py"  # both quotes and a backslash: a TOML string must escape them
     lab.call(GATE, "remember", quoted, str(lab.tmp / "flat.toml"))
-    written = (lab.tmp / "flat.toml").read_text(encoding="utf-8")
+    written = lab.files.read_text("flat.toml", encoding="utf-8")
     try:
         flat = tomllib.loads(written)
     except tomllib.TOMLDecodeError as problem:
@@ -247,15 +249,19 @@ def remember(lab: Lab) -> None:
 @check("gate.paths")
 def paths(lab: Lab) -> None:
     lab.file("inside.txt", "inside\n")
-    (lab.tmp / "alias.txt").symlink_to(lab.tmp / "inside.txt")
-    (lab.tmp / "etc").symlink_to("/etc")
+    lab.files.symlink(str(lab.tmp / "inside.txt"), "alias.txt")
+    lab.files.symlink("/etc", "etc")
     expect("inside" in lab.ok("read", path="alias.txt").text, "a symlink that stays inside the working directory should still be read")
     for tool, args in (("ls", {"path": "."}), ("read", {"path": "./inside.txt"}), ("search", {"pattern": "inside", "path": "."})):
         lab.ok(tool, **args)  # the working directory itself is inside
     escape = lab.tmp.parent / f"escape-{name()}.txt"
     sibling = lab.tmp.with_name(lab.tmp.name + "-other")  # shares the working directory's name as a prefix
     sibling.mkdir()
-    (sibling / "secret.txt").write_text("root: a sibling's secret\n")
+    beside = Pinned.open(sibling)  # in the run folder the student's code can write: never written through a link
+    try:
+        beside.write_text("secret.txt", "root: a sibling's secret\n")
+    finally:
+        beside.close()
     try:
         for tool, args in (("read", {"path": "/etc/passwd"}), ("read", {"path": "etc/passwd"}), ("read", {"path": f"../{name()}.txt"}),
                            ("write", {"path": f"../{escape.name}", "content": "out"}), ("ls", {"path": ".."}), ("search", {"pattern": "root", "path": "/etc"}),
@@ -267,7 +273,7 @@ def paths(lab: Lab) -> None:
         expect(not escape.exists(), f"write(../{escape.name}) created a file outside the working directory")
     finally:
         escape.unlink(missing_ok=True)
-        shutil.rmtree(sibling, ignore_errors=True)
+        remove_tree(sibling)
 
 
 @check("gate.stash-scenario")
@@ -282,5 +288,5 @@ def stash_scenario(lab: Lab) -> None:
     listed, denied, asked = blocks
     expect(not listed.get("is_error") and "test_feeds.py" in str(listed.get("content")), f"`ls tests` is allowed and should list them, got {excerpt(listed.get('content'))}")
     expect(denied.get("is_error") and "rm -rf" in str(denied.get("content")), f"`rm -rf` should be denied, naming the rule, got {excerpt(denied.get('content'))}")
-    expect((run.cwd / "tests/fixtures").is_dir(), "the denied rm -rf must not have run")
+    expect(lab.files.is_dir(run.cwd / "tests/fixtures"), "the denied rm -rf must not have run")
     expect("2 failed" in str(asked.get("content")), f"the asked test run, answered yes, should run and show '2 failed', got {excerpt(str(asked.get('content'))[-200:])}")

@@ -128,7 +128,7 @@ def json_as_models_write_it(lab: Lab) -> None:
                f"edits that still do not parse should stay exactly as they came, for the validator to name and echo; got {shown(args)}")
     lab.file(path, CONFIG)
     text = lab.error("edit", path=path, edits="replace debug with True").text
-    expect((lab.tmp / path).read_text() == CONFIG, "a string that is not JSON must not change the file")
+    expect(lab.files.read_text(path) == CONFIG, "a string that is not JSON must not change the file")
     expect("edits" in text and "replace debug with True" in text,
            f"edits that are not JSON should stay as they were, for the validator to name and echo, got {shown(text)}")
 
@@ -159,8 +159,8 @@ def number_strings(lab: Lab) -> None:
                f"offset={wrong!r} is not a whole number: leave it for the validator, got {shown(args)}")
     digits = str(random.randint(100, 999))
     lab.ok("write", path="count.txt", content=digits)
-    expect((lab.tmp / "count.txt").read_text() == digits,
-           f"write's content is a string in its schema: {digits!r} must be written as it is, got {shown((lab.tmp / 'count.txt').read_text())}")
+    expect(lab.files.read_text("count.txt") == digits,
+           f"write's content is a string in its schema: {digits!r} must be written as it is, got {shown(lab.files.read_text('count.txt'))}")
     lab.file(path, "".join(f"line {n}\n" for n in range(1, 13)))
     text = lab.ok("read", path=path, offset=str(offset), limit="2").text
     expect(f"{offset:>6}\tline {offset}" in text and f"line {offset + 2}" not in text,
@@ -182,12 +182,12 @@ def conflict(lab: Lab) -> None:
     text = lab.error("read", path=first, filePath=second).text
     expect(first in text and second in text, f"path and filePath disagree: the error should name both values ({first}, {second}), got {shown(text)}")
     text = lab.error("write", path=first, file_path=second, content="x = 1\n").text
-    expect(not (lab.tmp / second).exists() and (lab.tmp / first).read_text() == CONFIG,
+    expect(not lab.files.exists(second) and lab.files.read_text(first) == CONFIG,
            "a call with two different paths must not write either file")
     expect(first in text and second in text, f"the write's error should name both paths, got {shown(text)}")
     lab.ok("read", path=first, filePath=first)  # the same value twice is no conflict
     text = lab.error("edit", path=first, edits=[{"oldText": "debug = False", "old_string": "retries = 3", "newText": "x = 1"}]).text
-    expect("debug = False" in text and "retries = 3" in text and (lab.tmp / first).read_text() == CONFIG,
+    expect("debug = False" in text and "retries = 3" in text and lab.files.read_text(first) == CONFIG,
            f"an edit with oldText and old_string that differ should be refused naming both, got {shown(text)}")
 
 
@@ -197,7 +197,7 @@ def notes(lab: Lab) -> None:
     lab.file(path, CONFIG)
     edits = json.dumps([{"oldText": "debug = False", "newText": "debug = True"}])
     result = lab.ok("edit", filePath=path, edits=edits)
-    expect((lab.tmp / path).read_text() == CONFIG.replace("debug = False", "debug = True"), "the repaired edit should apply")
+    expect(lab.files.read_text(path) == CONFIG.replace("debug = False", "debug = True"), "the repaired edit should apply")
     line = next((line for line in result.text.splitlines() if "repaired" in line), "")
     expect("filePath" in line and "path" in line.replace("filePath", "") and "edits" in line,
            f"the result should carry the repair line naming each repair (filePath → path, edits), got {shown(result.text)}")
@@ -220,7 +220,7 @@ def then_validate(lab: Lab) -> None:
     edits = args.get("edits") if isinstance(args, dict) else None
     expect(isinstance(edits, list) and edits and "newText" not in edits[0],
            f"repair is not leniency: an edit without newText stays without it, for the validator to report; got {shown(args)}")
-    expect((lab.tmp / path).read_text() == CONFIG, "a call that is still invalid must not change the file")
+    expect(lab.files.read_text(path) == CONFIG, "a call that is still invalid must not change the file")
 
 
 @check("repair.edit-applies")
@@ -228,15 +228,15 @@ def edit_applies(lab: Lab) -> None:
     path = a_name()
     lab.file(path, CONFIG)
     result = lab.ok("edit", file_path=path, old_string="retries = 3", new_string="retries = 9")
-    expect((lab.tmp / path).read_text() == CONFIG.replace("retries = 3", "retries = 9"),
-           f"edit(file_path, old_string, new_string), the shape other agents use, should apply; the file is {shown((lab.tmp / path).read_text())}")
+    expect(lab.files.read_text(path) == CONFIG.replace("retries = 3", "retries = 9"),
+           f"edit(file_path, old_string, new_string), the shape other agents use, should apply; the file is {shown(lab.files.read_text(path))}")
     expect("+retries = 9" in result.text, f"the result should still carry the diff, got {shown(result.text)}")
 
 
 @check("repair.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(7)
-    fixed = (run.cwd / "stash/extract.py").read_text()
+    fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('        "%a, %d %b %Y %H:%M:%S %z",\n' in fixed,
            f"after the scenario (filePath and a stringified edits), parse_date should list the offset-aware formats, got {shown(fixed[200:520])}")
     runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]

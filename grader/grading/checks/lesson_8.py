@@ -275,7 +275,7 @@ def stash_scenario(lab: Lab) -> None:
     largest = max(tokens(call["messages"]) for call in run.calls)
     expect(largest <= BUDGET * SLACK,
            f"the long session should stay under BUDGET ({BUDGET:,} tokens) on every turn; its largest request was about {largest:,}")
-    fixed = (run.cwd / "stash/extract.py").read_text()
+    fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('"%a, %d %b %Y %H:%M:%S %z"' in fixed, "by its end the session fixes parse_date")
     runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]
     expect(runs and "1 failed, 1 passed" in runs[-1], "stash's suite should end at '1 failed, 1 passed' after the fix")

@@ -96,24 +96,38 @@ def parse(result: Result) -> Output:
 
 
 def expect_spill(lab: Lab, output: Output, first: int, last: int, limit: str, whole: bytes | None = None) -> None:
-    """The tail notice names lines first-last of last and the cap that cut it, and its file holds everything."""
+    """The tail notice names lines first-last of last and the cap that cut it, and its file holds everything.
+    The file is looked at only inside the check's own folders, never through a link."""
     want = f"[Showing lines {first}-{last} of {last} ({limit} limit). Full output: PATH]"
     found = output.find("[Showing")
     got = found.group(0) if found else f"no such notice at the end ({excerpt(output.body[-120:])})"
     path = Path(found.group(5)) if found else None
     try:
         expect(found and found.group(1, 2, 3, 4) == (str(first), str(last), str(last), limit), f"expected the output to end with {want}, got {got}")
-        expect(path.is_file(), f"the notice names {path}, but there is no such file")
+        home = _home(lab, path)
+        expect(home, f"the notice names {path}, which is not in the temp folder the tool was given ({lab.temp_dir}): "
+                     "write the spill file with tempfile, which uses TMPDIR")
+        expect(home.is_file(path), f"the notice names {path}, but there is no such file")
         if whole is not None:
-            held = path.read_bytes()
+            held = home.read_bytes(path)
             expect(held == whole, f"{path} should hold the whole output ({len(whole):,} bytes), it holds {len(held):,} bytes")
     finally:
-        if path and path.is_file() and path.name.startswith("rover-bash-"):
-            path.unlink()
+        _remove_spill(lab, path)
 
 
-def tidy(output: Output) -> None:
-    """Remove a spill file the check does not need."""
-    path = output.spill()
-    if path and path.is_file() and path.name.startswith("rover-bash-"):
-        path.unlink()
+def tidy(output: Output, lab: Lab) -> None:
+    """Remove a spill file the check does not need (only from the check's own folders, never through a link)."""
+    _remove_spill(lab, output.spill())
+
+
+def _home(lab: Lab, path: Path | None):
+    """The check's pinned folder that holds `path` (its temp folder or its working folder), if any."""
+    if path is None or not path.is_absolute() or ".." in path.parts:
+        return None
+    return next((files for files in (lab.temp_files, lab.files) if path.is_relative_to(files.path) and path != files.path), None)
+
+
+def _remove_spill(lab: Lab, path: Path | None) -> None:
+    home = _home(lab, path)
+    if home and path.name.startswith("rover-bash-") and home.is_file(path):
+        home.unlink(path, missing_ok=True)
