@@ -7,6 +7,8 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
+from grader.grading.backends.linux_proc import held_memory, run_wait  # noqa: F401  (run_wait: for the clocks)
+
 
 def _psutil():
     import psutil
@@ -89,7 +91,7 @@ def usage(procs: list) -> Usage:
         try:
             with proc.oneshot():
                 times = proc.cpu_times()
-                held = _held(proc.pid)
+                held = held_memory(proc.pid)
                 if held is None:
                     resident = proc.memory_info()
                     held = resident.rss - getattr(resident, "shared", 0)
@@ -99,41 +101,6 @@ def usage(procs: list) -> Usage:
         memory += held
         count += 1
     return Usage(cpu, memory, count)
-
-
-def _held(pid: int) -> int | None:
-    """Linux: anonymous and shared-anonymous memory (bytes), from /proc/PID/smaps_rollup (Pss_Anon + Pss_Shmem) or,
-    on an older kernel, /proc/PID/status (RssAnon + RssShmem); None elsewhere."""
-    for name, keys in (("smaps_rollup", ("Pss_Anon:", "Pss_Shmem:")), ("status", ("RssAnon:", "RssShmem:"))):
-        try:
-            with open(f"/proc/{pid}/{name}", "rb") as source:
-                text = source.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        found = [int(line.split()[1]) << 10 for line in text.splitlines() if line.startswith(keys)]
-        if len(found) == 2:
-            return sum(found)
-    return None
-
-
-def run_wait(procs: list) -> dict[int, float] | None:
-    """Linux: for each process, the seconds its threads have spent waiting in a run queue for a CPU (the second field
-    of /proc/PID/task/TID/schedstat, summed); None where the system does not say."""
-    import os
-
-    waits: dict[int, float] = {}
-    for proc in procs:
-        try:
-            threads = os.listdir(f"/proc/{proc.pid}/task")
-        except OSError:
-            continue
-        for thread in threads:
-            try:
-                with open(f"/proc/{proc.pid}/task/{thread}/schedstat", "rb") as source:
-                    waits[proc.pid] = waits.get(proc.pid, 0.0) + int(source.read().split()[1]) / 1e9
-            except (OSError, ValueError, IndexError):
-                pass
-    return waits if waits or not procs else None
 
 
 def code_memory(procs: list, root: int) -> int:
@@ -147,13 +114,13 @@ def code_memory(procs: list, root: int) -> int:
         try:
             if proc.pid == root:
                 resident = proc.memory_info()
-                held = _held(proc.pid)  # shared anonymous memory (a MAP_SHARED buffer) is the code's too
+                held = held_memory(proc.pid)  # shared anonymous memory (a MAP_SHARED buffer) is the code's too
                 total += resident.rss - getattr(resident, "shared", 0) if held is None else held
                 python, mine = proc.exe(), (resident.rss, resident.vms)
             elif proc.exe() == python:
                 resident = proc.memory_info()
                 if (resident.rss, resident.vms) != mine:  # the same figures: a vfork child on the root's own memory
-                    held = _held(proc.pid)  # its share of what it holds with the root (PSS): the sum stays the truth
+                    held = held_memory(proc.pid)  # its share of what it holds with the root (PSS): the sum stays the truth
                     total += proc.memory_full_info().uss if held is None else held
         except (psutil.Error, OSError):
             continue

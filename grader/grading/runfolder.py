@@ -13,6 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.grading.backends.linux_proc import handle_path
+
 MAX_ANSWER = 32 << 20  # bytes of one answer line from a worker; the worker says so instead of sending more
 CRASH_LOG = "crash.log"  # in each worker's scratch cwd: faulthandler's traceback of a hang or a crash
 MARK = "WORKSHOP_RUN"  # the env var every process of the student's side carries (unless it scrubs it)
@@ -132,7 +134,7 @@ def _open_unlocked(parent: int, name: str) -> int:
         handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
         try:
             if stat.S_ISDIR(os.fstat(handle).st_mode):
-                _unlock(handle, f"/proc/self/fd/{handle}")
+                _unlock(handle, handle_path(handle))
         finally:
             os.close(handle)
     else:

@@ -13,6 +13,8 @@ import os
 import stat
 from pathlib import Path, PurePath
 
+from grader.grading.backends.linux_proc import handle_path
+
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 NO_LINK = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not block us
 LINK = "{name} is a symlink: the tool must write a file, not a link"
@@ -204,7 +206,7 @@ class Pinned:
 
     def chmod(self, path: str | PurePath, mode: int) -> None:
         """Change a regular file's or folder's mode, never a link's target."""
-        if hasattr(os, "O_PATH"):  # Linux: an O_PATH handle of the entry itself, its mode changed through /proc
+        if hasattr(os, "O_PATH"):  # Linux: an O_PATH handle of the entry itself, its mode changed through its fd path
             fd, name = self.parent(path)
             try:
                 handle = os.open(name, os.O_PATH | NO_LINK, dir_fd=fd)
@@ -214,7 +216,7 @@ class Pinned:
                 kind = stat.S_IFMT(os.fstat(handle).st_mode)
                 if kind not in (stat.S_IFREG, stat.S_IFDIR):
                     refuse(LINK.format(name=self._shown(path)) if kind == stat.S_IFLNK else f"{self._shown(path)} is not a regular file")
-                os.chmod(f"/proc/self/fd/{handle}", mode)
+                os.chmod(handle_path(handle), mode)
             finally:
                 os.close(handle)
             return
