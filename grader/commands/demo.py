@@ -47,6 +47,8 @@ def demo_command(lesson_id: str | None, tokens: bool) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "rover", lesson.scenario, "--model", f"scripted:{lesson.script}", "--cwd", str(stash),
              *([] if tokens else ["--quiet-tokens"])],
-            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ROVER_ANSWERS": ",".join(answers)},
+            cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ROVER_ANSWERS": ",".join(answers),
+                                     # the script's `python -m pytest` is this Python (stash's packages), venv active or not
+                                     "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")},
         )
     sys.exit(done.returncode)
