@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import sys
 from pathlib import Path
@@ -17,6 +18,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # Heavy gradings and builds, left out by `python -m pytest -m "not slow"` (a quick run for authors).
 SLOW_FILES = {"test_wrong_solutions.py", "test_alternatives.py", "test_devcheck.py", "test_walk_to_lesson_8.py", "test_autograder.py",
               "test_packaging.py", "test_workflow.py", "test_board_browser.py", "test_fuzz_tools.py", "test_bulk.py"}
+
+
+# A shell that starts a background job without job control (a CI runner, `cmd &` in a script) sets it to ignore
+# SIGINT, and children inherit that: the Ctrl-C tests would send a signal nobody hears. Take it back, so the commands
+# under test start with SIGINT as a terminal gives it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items) -> None:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 import subprocess
 import threading
 import time
@@ -191,9 +194,7 @@ def test_watch_grades_again_after_a_save(started, capsys, monkeypatch):
 
 
 def test_ctrl_c_stops_watch_at_once_and_leaves_nothing_behind(started, tmp_path):
-    import os
     import signal
-    import sys
 
     root = started(1)
     read = root / "rover/tools/read.py"
@@ -307,7 +308,8 @@ def test_solution_opens_after_passing_or_with_force(started):
 def test_demo_replays_through_the_students_tools_without_touching_stash(started):
     root = started(3, solved=True)
     before = (root / "stash/stash/extract.py").read_bytes()
-    demo = subprocess.run(["workshop", "demo"], cwd=root, capture_output=True, text=True, timeout=120)
+    workshop = shutil.which("workshop", path=os.path.dirname(sys.executable)) or "workshop"  # the console script, venv active or not
+    demo = subprocess.run([workshop, "demo"], cwd=root, capture_output=True, text=True, timeout=120)
     assert demo.returncode == 0, demo.stderr
     assert "• Read stash/extract.py (22 lines)" in demo.stdout and "• Edit stash/extract.py" in demo.stdout
     assert "1 failed, 1 passed" in demo.stdout
@@ -329,8 +331,6 @@ def test_hint_memory_lives_in_git_dir(started):
 
 
 def test_next_after_the_cache_was_cleared(started):
-    import shutil
-
     from grader.course.template_repo import location
 
     root = started(1, solved=True)
