@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from grader.grading import processes
-from grader.grading.backends.paths import SYSTEM, needed_paths
+from grader.grading.backends.paths import SYSTEM, links_on_the_way, needed_paths
 from grader.grading.backends.process import Processes
 from grader.grading.runfolder import RunFolder
 
@@ -70,9 +70,15 @@ def arguments(folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
         elif path.is_dir():
             args += ["--ro-bind", name, name]
     args += [arg for hidden in HIDDEN if Path(hidden).exists() for arg in ("--ro-bind", "/dev/null", hidden)]
+    bound = [Path(name) for name in SYSTEM if Path(name).is_dir()]
     for path in needed_paths():
-        if not any(str(path) == name or str(path).startswith(name + "/") for name in SYSTEM if Path(name).is_dir()):
+        if not any(path == folder or folder in path.parents for folder in bound):
             args += ["--ro-bind", str(path), str(path)]
+            bound.append(path)
+    for link, target in links_on_the_way():
+        real = link.parent.resolve()
+        if not any(real == folder or folder in real.parents for folder in bound):  # a link in a bound folder is there already
+            args += ["--symlink", target, str(link)]
     args += ["--ro-bind", str(workspace), str(workspace), "--bind", str(folder.path), str(folder.path), "--chdir", str(cwd)]
     return args
 

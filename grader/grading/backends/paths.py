@@ -25,3 +25,19 @@ def needed_paths() -> list[Path]:
         if not any(path == seen or seen in path.parents for seen in found):
             found = [seen for seen in found if path not in seen.parents] + [path]
     return sorted(found)
+
+
+def links_on_the_way() -> list[tuple[Path, str]]:
+    """The symlinks on the way to the Python environment, as (link, target), outermost first.
+
+    needed_paths() gives resolved folders, but a venv is found through its unresolved path (pyvenv.cfg beside
+    sys.executable): where that path runs through a link (a venv reached by a link), the side needs the link too."""
+    import os
+
+    found: list[tuple[Path, str]] = []
+    for candidate in (sys.executable, sys.prefix):
+        path = Path(candidate)
+        for step in reversed([path, *path.parents]):
+            if step.is_symlink() and not any(step == link for link, _ in found):
+                found.append((step, os.readlink(step)))
+    return found
