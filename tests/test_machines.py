@@ -5,6 +5,7 @@ import ast
 import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,22 @@ def test_verdicts_are_the_same_with_the_linux_extras_off(workspace, lesson):
         assert differ == {}, "(usual, extras off)"
         passed = {status == "passed" for status in bare_statuses.values()}
         assert passed == ({True} if solved else {True, False}), "the solution passes every check, the stub fails some"
+
+
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="needs bubblewrap")
+def test_a_sandbox_that_cannot_start_is_the_machines_fault_not_the_students(workspace, tmp_path):
+    """bwrap that starts its probe but fails the real sandbox (a mount it cannot make): every check is an error that
+    says so, with bwrap's own words, and none says the student's rover does not import."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text(f"#!/bin/sh\ncase \"$*\" in *' -- true'|--help) exec {shutil.which('bwrap')} \"$@\";; esac\n"
+                                "echo \"bwrap: Can't mkdir parents for /x/python: No such file or directory\" >&2\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    report = check_json(workspace(1, True), WORKSHOP_SANDBOX="bwrap", PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    assert {entry["status"] for entry in report["checks"]} == {"error"}
+    message = report["checks"][0]["message"]
+    assert "sandbox did not start" in message and "Can't mkdir parents for /x/python" in message, message
+    assert "does not import" not in message and "not of your code" in message
 
 
 def test_native_windows_gets_one_line_and_exit_2(monkeypatch, capsys):

@@ -22,7 +22,7 @@ import click
 from grader.course import kit
 from grader.course.progress import remember
 from grader.grading.grade import Grade
-from grader.grading.runner import Outcome
+from grader.grading.runner import SIDE_BROKEN, Outcome
 
 MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("✗", "red"), "timeout": ("⧗", "yellow")}
 ID_WIDTH = 30  # longer check ids are cut; titles take what is left of the line
@@ -123,6 +123,9 @@ def next_step(result: Grade, pending: bool = False, workspace: Path | None = Non
     gone = missing_file(workspace, cause)
     if gone:
         return f"[red]{count}[/]\nNext: bring back {_markup(gone)}: {_markup(restore_command(gone, workspace))}."
+    if cause and cause.startswith(SIDE_BROKEN):
+        return (f"[red]{count}[/]\nNext: nothing to change in your code. Show this to your instructor; "
+                "`WORKSHOP_SANDBOX=process workshop check` grades without the sandbox meanwhile.")
     if cause:
         where = location(cause)
         spot = _markup(f"{where[0]} line {where[1]}") if where else "the error above"
@@ -299,6 +302,10 @@ def _show_root_cause(console, result: Grade, cause: str, workspace: Path | None)
         what = "the rover package" if gone == "rover/" else "it"
         paragraph(console, f"It was in your workspace when the lesson started; {what} comes back from git with "
                            f"{restore_command(gone, workspace).strip('`')}.", 2, style="dim")
+        return
+    if cause.startswith(SIDE_BROKEN):
+        console.print(Text.assemble(("✗ ", "red"), (f"{SIDE_BROKEN}, so {how_many}:", "bold")))
+        paragraph(console, cause[len(SIDE_BROKEN):].lstrip(": "), 2)
         return
     console.print(Text.assemble(("✗ ", "red"), (f"rover does not import, so {how_many}:", "bold")))
     paragraph(console, cause, 2)

@@ -100,7 +100,23 @@ class Zygote:
         where = crash_site(self.scratch / CRASH_LOG, self.workspace)
         return f"{exit_story(code)}{', in ' + where if where else ''}"
 
+    def complaint(self) -> str:
+        """The last line the side wrote to its stderr before dying ("bwrap: Can't ..."), or "" if none or still running.
+        Only the side's own setup writes there: the student's code runs after stdio is pointed at /dev/null."""
+        if self.process.poll() is None or self.process.stderr is None:
+            return ""
+        said = b""
+        while select.select([self.process.stderr], [], [], 0)[0]:
+            chunk = os.read(self.process.stderr.fileno(), 1 << 16)
+            if not chunk or len(said) > MAX_ANSWER:
+                break
+            said += chunk
+        lines = said.decode(errors="replace").strip().splitlines()
+        return lines[-1][:300] if lines else ""
+
     def stop(self) -> None:
+        if self.process.stderr:
+            self.process.stderr.close()
         try:
             self.control.sendall(b"bye")
         except OSError:

@@ -15,7 +15,7 @@ from itertools import groupby
 from pathlib import Path
 
 from grader.grading.grade import Grade
-from grader.grading.runner import Outcome
+from grader.grading.runner import SIDE_BROKEN, Outcome
 
 MESSAGE_LIMIT = 2000  # characters of one failure message kept in a report
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "timeout": "Timed out"}
@@ -98,7 +98,7 @@ def gradescope_results(grade: Grade, execution_time: float) -> dict:
         summary += (f" Earlier lessons (0 points, they show regressions): "
                     f"{sum(o.passed for o in earlier)} of {len(earlier)} checks still pass.")
     if grade.root_cause:
-        summary += f"\nThe code could not be imported: {grade.root_cause}"
+        summary += f"\n{grade.root_cause}" if grade.root_cause.startswith(SIDE_BROKEN) else f"\nThe code could not be imported: {grade.root_cause}"
     if _sandbox_note(grade):
         summary += f"\n{_sandbox_note(grade)}"
     tests = []

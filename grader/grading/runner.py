@@ -34,6 +34,7 @@ from grader.grading.proxy import Stopped, Worker, WorkerLost, Zygote
 from grader.grading.runfolder import RunFolder, remove_tree
 
 TIME_LIMIT = 10.0  # CPU seconds of a worker's tree for one check (the backstop is clocks.BACKSTOP times that, in wall time)
+SIDE_BROKEN = "the grader's sandbox did not start"  # a root cause that is the machine's, not the student's
 IMPORT_LIMIT = 5.0  # CPU seconds of the import
 BUSY = "the machine was too busy to finish this check; run `workshop check` again"
 LANES = 8  # checks mostly wait (on sleeps, subprocesses, clocks), and a forked worker costs ~5 ms: lanes are cheap
@@ -103,6 +104,7 @@ class _Run:
     stopping: threading.Event = field(default_factory=threading.Event)
     results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     root_cause: str | None = None
+    side_broken: bool = False  # the sandbox itself failed to start (root_cause says how)
     zygote: Zygote | None = None
     workers: list[Worker] = field(default_factory=list)
     lanes: list[threading.Thread] = field(default_factory=list)
@@ -121,6 +123,11 @@ class _Run:
         except MemoryExceeded as hoard:
             cause = f"importing it used too much memory: {hoard}"
         except WorkerLost as lost:
+            said = self.zygote.complaint()
+            if said:  # the side died before the student's code was even loaded: the machine's problem
+                self.root_cause = _cut(f"{SIDE_BROKEN}: {said}; a problem of this machine, not of your code")
+                self.side_broken = True
+                return False
             cause = f"the process importing it died: {lost}"
         self.root_cause = _cut(cause)
         return False
@@ -147,7 +154,8 @@ class _Run:
                 on_outcome(outcome)
         if self.root_cause is not None:
             cause = self.root_cause
-            outcomes = [Outcome(check, "error", _cut(f"not run: the rover package does not import ({cause})")) for check in self.checks]
+            said = f"not run: {cause}" if self.side_broken else f"not run: the rover package does not import ({cause})"
+            outcomes = [Outcome(check, "error", _cut(said)) for check in self.checks]
             return Suite(outcomes, cause, self.boundary.name)
         missing = "not run: the grader's lane for it stopped"
         return Suite([finished.get(check.id) or Outcome(check, "error", missing) for check in self.checks], sandbox=self.boundary.name)

@@ -31,7 +31,9 @@ class Processes:
 
         self.token = folder.token
         self.popen = subprocess.Popen(self.wrap(command, folder, workspace, cwd), cwd=cwd, env=environment(folder),
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      # stderr: the side's own complaints (bwrap's, Python's) before the zygote points
+                                      # its stdio at /dev/null, which it does before the student's code is imported
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                       pass_fds=pass_fds, start_new_session=True)
         return self.popen
 
