@@ -6,7 +6,8 @@ Three ways a clock runs out, each a CheckTimeout with its `kind`:
   wait   past the budget in wall time, the tree has been asleep for a while (not one tick of CPU, nothing runnable
          at any look; a starved tree on a busy machine still gets ticks): it waits forever;
   busy   the backstop: the tree kept wanting a CPU and the machine did not give it one (not the student's fault).
-The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes).
+The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes) and
+the run folder's size (DiskExceeded, grader.grading.folder_caps).
 """
 from __future__ import annotations
 
@@ -40,7 +41,19 @@ class TooManyProcesses(MemoryExceeded):
     """The student's tree held more processes at once than it may; they have been killed."""
 
 
+class DiskExceeded(MemoryExceeded):
+    """The student's files in the run folder passed its cap (bytes or entries); their processes have been killed.
+    `shared`: the overflow is in no one check's folders (HOME, TMPDIR), so the whole run must stop."""
+
+    def __init__(self, message: str, shared: bool = False):
+        super().__init__(message)
+        self.shared = shared
+
+
 class Clock:
+    disk = None  # the run folder's watch (grader.grading.folder_caps), once `watching` is called
+    mine: frozenset = frozenset()
+
     def __init__(self, budget: float, tree: Callable[[], list] | None = None, limit: int = TREE_MEMORY, own: tuple[int, ...] = ()):
         self.budget, self.tree, self.limit = budget, tree, limit
         self.own = set(own)  # the grader's keeper and the worker proper: what is not a command the code started
@@ -95,6 +108,7 @@ class Clock:
             raise MemoryExceeded(f"the code's {used.processes} process(es) held {used.memory / (1 << 20):,.0f} MB together, "
                                  f"over the {self.limit / (1 << 20):,.0f} MB all of them may use: memory is counted over every "
                                  "process the code starts (forks included)")
+        self._check_disk(procs)
         cpu = used.cpu - (self._base or 0.0)
         if cpu > self.budget:
             raise CheckTimeout("cpu", cpu, _busiest(procs, self.own))
@@ -105,6 +119,17 @@ class Clock:
             raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
         if wall > self.budget * BACKSTOP:
             raise CheckTimeout(self._starved_or_asleep(procs, cpu, wall), cpu, _waiting_on(procs, self.own))
+
+    def watching(self, disk, mine=()) -> Clock:
+        """Also bound the run folder's size at each look; `mine`: the top-level folders this clock's check answers for."""
+        self.disk, self.mine = disk, frozenset(mine)
+        return self
+
+    def _check_disk(self, procs: list) -> None:
+        over = self.disk.over(procs, self.mine) if self.disk is not None else None
+        if over:
+            processes.kill_tree([proc.pid for proc in procs])
+            raise DiskExceeded(*over)
 
     def _starved_or_asleep(self, procs: list, cpu: float, wall: float) -> str:
         """At the backstop: `busy` if the tree really waited for a CPU (its CPU time plus its run-queue wait fill much of

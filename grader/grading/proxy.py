@@ -52,7 +52,7 @@ class Zygote:
 
     def __init__(self, run: RunFolder, workspace: Path, boundary):
         self.scratch = run.folder("scratch")
-        self.workspace = workspace
+        self.run, self.workspace = run, workspace
         self.boundary = boundary
         ours, theirs = socket.socketpair()
         try:
@@ -68,7 +68,8 @@ class Zygote:
     def imported(self, limit: float, stopping) -> dict:
         """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs.
         The clock is the CPU of the student's side (a busy machine slows an import down without making it the code's fault)."""
-        answer = _decode_line(self._line(Clock(limit, self.boundary.processes).begin(), stopping))
+        clock = Clock(limit, self.boundary.processes).begin().watching(self.run.disk)  # its files too: no folder of its own
+        answer = _decode_line(self._line(clock, stopping))
         if not isinstance(answer, dict) or len(answer.keys() & {"ok", "raised", "bad"}) != 1:
             raise WorkerLost(f"the import answered with something that is not an answer: {str(answer)[:80]}")
         return answer

@@ -32,6 +32,9 @@ class RunFolder:
         self.home.mkdir()
         self.token = os.urandom(8).hex()
         self._numbers = itertools.count(1)  # next() on it is atomic: lanes make folders at once
+        from grader.grading.folder_caps import DiskWatch
+
+        self.disk = DiskWatch(self)  # the caps on what it holds, shared by every clock of the run
 
     def folder(self, kind: str) -> Path:
         path = self.path / f"{kind}-{next(self._numbers)}"
@@ -52,9 +55,10 @@ class RunFolder:
         return {MARK: self.token, "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "HOME": str(self.home)}
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        with self.disk.lock:  # never while a clock walks the folder from this fd
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
         remove_tree(self.path)
         if self.path.exists():  # a file written while the tree was removed (by a process on its way out): one more pass
             time.sleep(0.05)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.course.kit import Check
-from grader.grading.clocks import CheckTimeout, MemoryExceeded
+from grader.grading.clocks import CheckTimeout, DiskExceeded, MemoryExceeded
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
 from grader.grading.proxy import Stopped, Worker, WorkerLost, Zygote
 from grader.grading.runfolder import RunFolder, remove_tree
@@ -104,6 +104,7 @@ class _Run:
     stopping: threading.Event = field(default_factory=threading.Event)
     results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     root_cause: str | None = None
+    stopped_by: str = ""  # why the run stopped before its end (the run folder filled where no one check answers for it)
     side_broken: bool = False  # the sandbox itself failed to start (root_cause says how)
     zygote: Zygote | None = None
     workers: list[Worker] = field(default_factory=list)
@@ -120,6 +121,8 @@ class _Run:
             where = self.zygote.stuck_at()
             cause = (BUSY.replace("this check", "importing it") if late.kind == "busy" else
                      f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop, deep recursion or a wait at import?")
+        except DiskExceeded as full:
+            cause = f"importing it filled its folders: {full}"
         except MemoryExceeded as hoard:
             cause = f"importing it used too much memory: {hoard}"
         except WorkerLost as lost:
@@ -157,7 +160,7 @@ class _Run:
             said = f"not run: {cause}" if self.side_broken else f"not run: the rover package does not import ({cause})"
             outcomes = [Outcome(check, "error", _cut(said)) for check in self.checks]
             return Suite(outcomes, cause, self.boundary.name)
-        missing = "not run: the grader's lane for it stopped"
+        missing = _cut(f"not run: {self.stopped_by}") if self.stopped_by else "not run: the grader's lane for it stopped"
         return Suite([finished.get(check.id) or Outcome(check, "error", missing) for check in self.checks], sandbox=self.boundary.name)
 
     def stop(self) -> None:
@@ -195,6 +198,7 @@ class _Run:
                 self.results.put(self._judge(check, worker))
                 if worker.spoiled:
                     worker.stop()
+                    remove_tree(worker.scratch)  # what it left in its working folder counts no more
                     worker = None
         except Stopped:
             return
@@ -216,9 +220,11 @@ class _Run:
     def _judge(self, check: Check, worker: Worker) -> Outcome:
         tmp, temp = self.folder.pinned("check"), self.folder.pinned("temp")
         started = time.monotonic()
-        lab = Lab(self.workspace, tmp, worker, worker.clock(self.time_limit), self.stopping, temp=temp)
+        clock = worker.clock(self.time_limit).watching(self.folder.disk, mine := (tmp.path.name, temp.path.name, worker.scratch.name))
+        lab = Lab(self.workspace, tmp, worker, clock, self.stopping, temp=temp)
         try:
-            self.registry[check.id](lab)
+            with self.folder.disk.claim(mine):
+                self.registry[check.id](lab)
             status, message = "passed", ""
         except CheckFailed as failure:
             status, message = "failed", str(failure)
@@ -226,6 +232,11 @@ class _Run:
             status, message = "error", str(crash)
         except CheckTimeout as late:
             status, message = ("error", BUSY) if late.kind == "busy" else ("timeout", self._late(late, worker))
+        except DiskExceeded as full:
+            status, message = "failed", str(full)
+            if full.shared:  # not this check's folders alone: every check would meet it, so the run stops here
+                self.stopped_by = f"the run stopped at {check.id}: {full}"
+                self.stopping.set()
         except MemoryExceeded as hoard:
             status, message = "failed", str(hoard)
         except WorkerLost as lost:

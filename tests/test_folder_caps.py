@@ -1,0 +1,95 @@
+"""The run folder's caps (grader.grading.folder_caps), measured as the grader measures them: what a walk counts, what
+it never follows, and who is stopped. The hostile floods graded end to end are in tests/fixtures/hostile/
+(disk_flood, file_flood, home_flood, flood_at_import), run by tests/test_sandbox.py."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from grader.grading.clocks import Clock, DiskExceeded
+from grader.grading.folder_caps import DiskWatch, measure
+from grader.grading.processes import process
+from grader.grading.runfolder import RunFolder
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def folder():
+    run = RunFolder()
+    yield run
+    run.close()
+    assert not run.path.exists()
+
+
+def write(path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as out:
+        out.write(os.urandom(size))  # incompressible and not sparse: its blocks are really there
+
+
+def test_a_walk_counts_blocks_and_entries_and_follows_no_link(folder, tmp_path):
+    write(folder.path / "check-1" / "a" / "big", 3 * MiB)
+    write(tmp_path / "outside", 8 * MiB)
+    (folder.home / "to-outside").symlink_to(tmp_path / "outside")
+    (folder.home / "to-root").symlink_to("/")
+    os.link(folder.path / "check-1" / "a" / "big", folder.tmp / "same-big")
+    size = measure(folder.fd)
+    assert 3 * MiB <= size.bytes < 4 * MiB, "a link is not its target, and a hard-linked file counts once"
+    assert size.entries == 8 and size.complete  # tmp, home, check-1, a, big, same-big, two links
+    assert max(size.by_bytes, key=size.by_bytes.get) == "check-1"
+
+
+def test_a_deep_or_locked_maze_is_measured_whole(folder):
+    here = folder.tmp
+    for _ in range(1500):  # far deeper than the walk holds fds for
+        here = here / "d"
+        here.mkdir()
+    write(here / "deep", 2 * MiB)
+    write(folder.home / "locked" / "inside", 2 * MiB)
+    (folder.home / "locked").chmod(0)
+    size = measure(folder.fd)
+    assert size.complete and size.entries == 2 + 1501 + 2
+    assert 4 * MiB <= size.bytes < 5 * MiB
+
+
+def test_the_walk_stops_at_the_entry_cap(folder):
+    for number in range(300):
+        (folder.tmp / str(number)).touch()
+    size = measure(folder.fd, entries_cap=100)
+    assert not size.complete and size.entries == 101
+
+
+def test_only_the_check_that_owns_the_overflow_is_stopped(folder):
+    watch = DiskWatch(folder, bytes_cap=4 * MiB)
+    assert watch.over([], {"check-1"}) is None
+    write(folder.path / "check-2" / "hoard", 5 * MiB)
+    with watch.claim(["check-2"]):
+        assert watch.over([], {"check-1"}) is None, "another check's folder: its own clock stops it"
+        said, shared = watch.over([], {"check-2"})
+        assert not shared and "MB its folders may hold together" in said and "the check's folder" in said
+    said, shared = watch.over([], {"check-1"})  # no running check answers for it any more: everyone stops
+    assert shared
+
+
+def test_deleted_files_still_open_count_and_the_clock_kills_its_tree(folder):
+    holder = subprocess.Popen([sys.executable, "-c", "import os, sys, time\n"
+                               f"fd = os.open({str(folder.tmp / 'gone')!r}, os.O_CREAT | os.O_WRONLY)\n"
+                               f"os.unlink({str(folder.tmp / 'gone')!r})\n"
+                               "for _ in range(6): os.write(fd, os.urandom(1 << 20))\n"
+                               "print(flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
+    try:
+        holder.stdout.readline()
+        assert measure(folder.fd).bytes < MiB, "the walk cannot see it"
+        folder.disk.bytes_cap = 4 * MiB
+        clock = Clock(10, lambda: [process(holder.pid)]).begin().watching(folder.disk, {"tmp"})
+        clock._next = 0  # look now
+        with pytest.raises(DiskExceeded, match="deleted ones it still holds open"):
+            clock.check()
+        assert holder.wait(timeout=10) == -9
+    finally:
+        holder.kill()
+        holder.wait()
