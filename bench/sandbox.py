@@ -1,8 +1,10 @@
 """What the boundary costs: a full `workshop check` of a solved lesson-8 workspace beside the floor of its own checks.
 
-    python bench/sandbox.py [--runs 5] [--lesson 8] [--backends bwrap,process]
+    python bench/sandbox.py [--runs 5] [--lesson 8] [--backends bwrap,process] [--against CHECKOUT]
 
-Each backend the machine can run (bubblewrap, the process sandbox) is timed in the same run, side by side.
+Each backend the machine can run (bubblewrap, the process sandbox) is timed in the same run, side by side;
+`--against` times another checkout of the kit too (its grader on PYTHONPATH), interleaved: before and after a change
+under the same load, on a machine whose load swings.
 
 The floor is what the checks cost with no sandbox at all: each check run bare, one at a time,
 in this process (the student's code imported here once, every call a plain function call),
@@ -31,12 +33,12 @@ from grader.grading import checks
 from grader.grading.grade import checks_up_to
 
 
-def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, float, int]:
-    """(total CPU seconds, longest wall seconds, failures) of every check run bare, in this process."""
+def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, float, list[str]]:
+    """(total CPU seconds, longest wall seconds, failures: id and message) of every check run bare, in this process."""
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # as the worker sets it
     os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks: the grader says yes, as the worker does
-    cpu, longest, failures = 0.0, 0.0, 0
+    cpu, longest, failures = 0.0, 0.0, []
     tempfile.tempdir = str(scratch)  # the tools' temp files (bash's spill files) go with the scratch folder
     for number, check in enumerate(checks_up_to(lesson)):
         checks.load(check.lesson)
@@ -45,8 +47,8 @@ def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, flo
         before, started = os.times(), time.perf_counter()
         try:
             checks.REGISTRY[check.id](checks.Lab.in_process(workspace, tmp))
-        except Exception:
-            failures += 1
+        except Exception as failure:
+            failures.append(f"{check.id}: {str(failure)[:200]}")
         wall, after = time.perf_counter() - started, os.times()
         cpu += sum(after[:4]) - sum(before[:4])
         longest = max(longest, wall)
@@ -54,11 +56,12 @@ def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, flo
     return cpu, longest, failures
 
 
-def full_check(workspace: Path, backend: str) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the whole process tree) of one `workshop check --json` in this backend."""
+def full_check(workspace: Path, backend: str, kit: str = "") -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the whole process tree) of one `workshop check --json` in this backend
+    (with the grader of the checkout `kit`, if given)."""
+    env = {**os.environ, "WORKSHOP_SANDBOX": backend, **({"PYTHONPATH": kit} if kit else {})}
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True, check=False,
-                          env={**os.environ, "WORKSHOP_SANDBOX": backend})
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True, check=False, env=env)
     report = json.loads(done.stdout)
     assert report["sandbox"] == backend and report["passed"], f"{backend}: {[c['id'] for c in report['checks'] if c['status'] != 'passed']}"
     wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -70,10 +73,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--lesson", type=int, default=8)
     parser.add_argument("--backends", default="bwrap,process")
+    parser.add_argument("--against", default="", help="another checkout of the kit, timed side by side (as NAME@before)")
     args = parser.parse_args()
     from grader.grading.backends import bwrap
 
     backends = [name for name in args.backends.split(",") if name != "bwrap" or bwrap.why_not() is None]
+    kits = {name: "" for name in backends}
+    if args.against:
+        kits.update({f"{name}@before": str(Path(args.against).resolve()) for name in backends})
+        backends += [f"{name}@before" for name in backends]
     cores = len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as scratch:
         workspace = render(args.lesson, Path(scratch) / "ws", solved=True)
@@ -86,11 +94,11 @@ def main() -> None:
             folder = Path(scratch) / f"run-{run}"
             folder.mkdir()
             cpu, longest, failures = bare_checks(workspace, args.lesson, folder)
-            assert failures == 0, f"{failures} checks failed bare on the solution"
+            assert not failures, f"{len(failures)} checks failed bare on the solution: {failures}"
             floors.append(max(cpu / cores, longest))
             line = f"run {run + 1}: floor {floors[-1]:.2f}s (check CPU {cpu:.2f}s / {cores} cores, longest {longest:.2f}s)"
             for name in backends:
-                wall, full_cpu = full_check(workspace, name)
+                wall, full_cpu = full_check(workspace, name.split("@")[0], kits[name])
                 fulls[name].append(wall)
                 extra[name].append(full_cpu - cpu)
                 line += f"; {name} {wall:.2f}s ({wall / floors[-1]:.2f}x, CPU {full_cpu:.2f}s)"

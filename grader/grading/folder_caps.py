@@ -51,29 +51,33 @@ class DiskWatch:
 
     def __init__(self, folder, bytes_cap: int = BYTES, entries_cap: int = ENTRIES):
         self.folder, self.path, self.bytes_cap, self.entries_cap = folder, str(folder.path), bytes_cap, entries_cap
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # held by a walk: the run folder's fd is not closed under one
+        self._claims = threading.Lock()
         self._size, self._at, self._serves = Size(), -STALE, FRESH
         self._claimed: Counter = Counter()  # top-level names a running check's clock answers for
 
     def size(self) -> Size:
-        with self.lock:
-            started = time.monotonic()
-            if started - self._at >= self._serves:
+        """The latest figures; a fresh walk if they are stale and no other clock is walking (never wait for one)."""
+        if time.monotonic() - self._at >= self._serves and self.lock.acquire(blocking=False):
+            try:
+                started = time.monotonic()
                 fd = self.folder.fd  # -1 once the run folder is closed: nothing left to measure
                 self._size, self._at = (measure(fd, self.entries_cap) if fd >= 0 else Size()), time.monotonic()
                 self._serves = min(STALE, max(FRESH, SPARE * (self._at - started)))
-            return self._size
+            finally:
+                self.lock.release()
+        return self._size
 
     @contextmanager
     def claim(self, names):
         """While a check runs, the folders it answers for: another check's clock leaves their overflow to it."""
         names = [Path(name).name for name in names]
-        with self.lock:
+        with self._claims:
             self._claimed.update(names)
         try:
             yield
         finally:
-            with self.lock:
+            with self._claims:
                 self._claimed.subtract(names)
 
     def over(self, procs: list, mine=frozenset()) -> tuple[str, bool] | None:
@@ -88,7 +92,7 @@ class DiskWatch:
         heaviest = max(by, key=by.__getitem__, default="")
         if deleted > by.get(heaviest, 0):
             heaviest = next(iter(mine), "")  # this tree's deleted files, still open: this clock's to stop
-        with self.lock:
+        with self._claims:
             shared = self._claimed.get(heaviest, 0) <= 0
         if heaviest not in mine and not shared:
             return None  # another check's folder: its own clock stops it

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
-from grader.grading.backends.linux_proc import held_memory, run_wait  # noqa: F401  (run_wait: for the clocks)
+from grader.grading.backends.linux_proc import child_pids, held_memory, run_wait  # noqa: F401  (run_wait: for the clocks)
 
 
 def _psutil():
@@ -40,20 +40,41 @@ def tree(pid: int, include_root: bool = True) -> list:
     root = process(pid)
     if root is None:
         return []
-    try:
-        below = root.children(recursive=True)
-    except psutil.Error:
-        below = []
-    return ([root] if include_root else []) + below
+    below = _descendants(pid)
+    if below is None:  # the kernel does not list children: psutil finds them from every process's parent
+        try:
+            return ([root] if include_root else []) + root.children(recursive=True)
+        except psutil.Error:
+            return [root] if include_root else []
+    return ([root] if include_root else []) + [proc for proc in map(process, below) if proc is not None]
 
 
 def children(pid: int) -> list[int]:
+    found = child_pids(pid)
+    if found is not None:
+        return found
     psutil = _psutil()
-    found = process(pid)
+    proc = process(pid)
     try:
-        return [child.pid for child in found.children()] if found else []
+        return [child.pid for child in proc.children()] if proc else []
     except psutil.Error:
         return []
+
+
+def _descendants(pid: int) -> list[int] | None:
+    """Every pid below pid, parents before children, from the kernel's own child lists (None where it has none).
+    Each poll of every clock walks a tree: this costs a look per process of the tree, not per process of the machine."""
+    first = child_pids(pid)
+    if first is None:
+        return None
+    found, seen, todo = [], {pid}, [first]
+    while todo:
+        for child in todo.pop():
+            if child not in seen:
+                seen.add(child)
+                found.append(child)
+                todo.append(child_pids(child) or [])
+    return found
 
 
 def running(pid: int) -> bool:

@@ -98,7 +98,10 @@ class Bwrap(Processes):
 
     def host_pid(self, pid: int) -> int | None:
         if pid not in self._known:
+            mapped = set(self._known.values())
             for proc in self.processes():
+                if proc.pid in mapped:  # known already: its status file is not read again
+                    continue
                 inner = _inner_pid(proc.pid)
                 if inner is not None:
                     self._known[inner] = proc.pid

@@ -40,11 +40,14 @@ def answer_always(command: str, cwd: str, rules_file: str) -> list[dict]:
         if callable(function) and defaults:
             function.__defaults__ = tuple(path if isinstance(value, Path) and value.name == "permissions.toml" else value
                                           for value in defaults)
-    answers = []
-    for script in (["always"], []):
-        person.script(script)
-        result = execute("bash", {"command": command}, Path(cwd))
-        answers.append({"text": str(result.text), "is_error": bool(result.is_error)})
+    answers, before = [], person.script([])
+    try:
+        for script in (["always"], []):
+            person.script(script)
+            result = execute("bash", {"command": command}, Path(cwd))
+            answers.append({"text": str(result.text), "is_error": bool(result.is_error)})
+    finally:  # the worker's answers as they were: a later check's scenario (lesson 7's pytest run) needs its "y"
+        person.script(before)
     return answers
 
 
