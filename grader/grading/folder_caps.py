@@ -2,8 +2,9 @@
 
 Each file is bounded by RLIMIT_FSIZE (128 MiB), their sum is not: 200 processes could write 25 GiB. So every check's
 clock (grader.grading.clocks) asks `DiskWatch.over` at each look, every POLL seconds; past either cap the clock
-kills its tree and the check fails, like the memory limit. Between two looks the code may write what the machine
-writes in POLL seconds (the overshoot: ~0.3-1 GB at page-cache speed here); the caps bound what stays.
+kills its tree and the check fails, like the memory limit. The overshoot is what the code writes between two looks:
+POLL plus the age of the figures (FRESH to STALE), 0.45-1.25 s, times the machine's write speed (no file passes
+128 MiB, so that speed needs many files at once). With 24 writers at load 50-70 it was 4-74 MB past the cap.
 
 The walk is the grader's own: from the run folder's pinned fd, folder by folder (openat with O_NOFOLLOW: a link is
 counted as a link, never followed; a locked folder is unlocked first), iterative, with at most OPEN folder fds held

@@ -121,10 +121,8 @@ class _Run:
             where = self.zygote.stuck_at()
             cause = (BUSY.replace("this check", "importing it") if late.kind == "busy" else
                      f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop, deep recursion or a wait at import?")
-        except DiskExceeded as full:
-            cause = f"importing it filled its folders: {full}"
         except MemoryExceeded as hoard:
-            cause = f"importing it used too much memory: {hoard}"
+            cause = f"importing it {'filled its folders' if isinstance(hoard, DiskExceeded) else 'used too much memory'}: {hoard}"
         except WorkerLost as lost:
             said = self.zygote.complaint()
             if said:  # the side died before the student's code was even loaded: the machine's problem
@@ -182,7 +180,7 @@ class _Run:
     def _lane(self) -> None:
         worker = None
         try:
-            while not self.stopping.is_set():
+            while not self.stopping.is_set() and not self.stopped_by:  # stopped_by: the checks left are not run
                 try:
                     check = self.todo.get_nowait()
                 except queue.Empty:
@@ -232,13 +230,10 @@ class _Run:
             status, message = "error", str(crash)
         except CheckTimeout as late:
             status, message = ("error", BUSY) if late.kind == "busy" else ("timeout", self._late(late, worker))
-        except DiskExceeded as full:
-            status, message = "failed", str(full)
-            if full.shared:  # not this check's folders alone: every check would meet it, so the run stops here
-                self.stopped_by = f"the run stopped at {check.id}: {full}"
-                self.stopping.set()
-        except MemoryExceeded as hoard:
+        except MemoryExceeded as hoard:  # memory, processes, or the run folder's size (DiskExceeded)
             status, message = "failed", str(hoard)
+            if getattr(hoard, "shared", False):  # filled where no one check answers (HOME): every check would meet it
+                self.stopped_by = f"the run stopped at {check.id}: {hoard}"
         except WorkerLost as lost:
             status, message = "error", str(lost)
         except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly
