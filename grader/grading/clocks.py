@@ -50,6 +50,7 @@ class Clock:
         self._cpu = -1.0
         self._waited: dict[int, float] = {}  # each process's run-queue wait at begin() (Linux)
         self._next = self.started + POLL
+        self._seen: dict[int, float] | None = None  # once waited() was called: each process's run-queue wait at the last look
 
     @classmethod
     def wall(cls, seconds: float) -> Clock:
@@ -101,10 +102,34 @@ class Clock:
         if cpu > self._cpu or processes.runnable(procs):
             self._active = now
         self._cpu = cpu
+        if self._seen is not None:
+            self._count_waits(procs)
         if wall > self.budget and now - self._active >= min(IDLE, self.budget):
             raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
         if wall > self.budget * BACKSTOP:
             raise CheckTimeout(self._starved_or_asleep(procs, cpu, wall), cpu, _waiting_on(procs, self.own))
+
+    def waited(self) -> float | None:
+        """Seconds the tree's processes have waited in a run queue for a CPU since the first call (Linux; None elsewhere):
+        how long the machine held the code back. From the first call on, every look at the tree adds to it, so a command
+        that ends between two calls still counts up to the last look that saw it."""
+        if self.tree is None:
+            return None
+        first = self._seen is None
+        if first:
+            self._seen, self._run_waited = {}, 0.0
+        self._count_waits(self.tree(), first)
+        return self._run_waited
+
+    def _count_waits(self, procs: list, baseline: bool = False) -> None:
+        waits = processes.run_wait(procs)
+        if waits is None:
+            self._run_waited = None
+            return
+        for pid, seconds in waits.items():
+            if self._run_waited is not None and not baseline:
+                self._run_waited += max(0.0, seconds - self._seen.get(pid, 0.0))
+            self._seen[pid] = seconds
 
     def _starved_or_asleep(self, procs: list, cpu: float, wall: float) -> str:
         """At the backstop: `busy` if the tree really waited for a CPU (its CPU time plus its run-queue wait fill much of
