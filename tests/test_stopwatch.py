@@ -35,6 +35,15 @@ def test_late_by_more_than_the_machine_explains_is_the_code_s():
     assert Lap(wall=31.0, held=0.1).late(5) is True
 
 
+def test_what_the_code_had_no_cpu_to_do_is_excused_only_when_the_machine_held_it_back_that_long(monkeypatch):
+    Lap(wall=1.2, held=0.3).excuse(1)  # held back 0.3 s: it had time enough, so what it left undone is its own
+    with pytest.raises(TooBusy):
+        Lap(wall=1.2, held=1.1).excuse(1)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.5, 0.5, 0.5))
+    Lap(wall=1.2, held=None).excuse(1)
+
+
 def test_where_the_system_does_not_say_an_overloaded_machine_is_taken_as_the_cause(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setattr("os.getloadavg", lambda: (9.0, 9.0, 9.0))

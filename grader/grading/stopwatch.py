@@ -47,6 +47,12 @@ class Lap:
             raise TooBusy()
         return True
 
+    def excuse(self, seconds: float) -> None:
+        """TooBusy if the machine held the work back for `seconds` or more (where the system does not say: if it is
+        overloaded): what the code had to do within that time, it may never have had a CPU to do."""
+        if (self.held >= seconds) if self.held is not None else _overloaded():
+            raise TooBusy()
+
 
 class Stopwatch:
     """Started at once; each lap() measures from the start. Lap it in the thread that started it (its run-queue wait

@@ -119,6 +119,8 @@ def bash_not_sh(lab: Lab) -> None:
 def stdin_closed(lab: Lab) -> None:
     token = f"eof-{random.randint(1000, 9999)}"
     result, took = lab.timed("bash", command=f"cat; read -r line || echo {token}", timeout=5)
+    if parse(result).body != token:
+        took.excuse(5)  # held back 5 s by the machine, the command may never have had a CPU before its timeout
     expect(parse(result).body == token, f"a command that reads stdin should see end-of-input at once (stdin closed) and print {token}; "
                                         f"it took {took.wall:.1f} s and gave {excerpt(result.text)}")
     expect(not took.late(3), f"a command that reads a closed stdin should end at once; it took {took.wall:.1f} s")
@@ -131,6 +133,8 @@ def timeout(lab: Lab) -> None:
     output = parse(result)
     found = output.find("Command timed out")
     expect(found and float(found.group(1)) == 1, f"the result should end with 'Command timed out after 1 seconds', got {excerpt(result.text[-100:])}")
+    if "waiting" not in output.body:
+        took.excuse(1)  # held back a second by the machine, bash may never have had a CPU to print on before its timeout
     expect("waiting" in output.body, f"output printed before the timeout should still come back, got {excerpt(result.text)}")
     expect(not took.late(5), f"a 1-second timeout should return in about a second, it took {took.wall:.1f} s")
 
