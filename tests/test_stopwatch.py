@@ -13,8 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from grader.course import kit
-from grader.grading.clocks import Clock
+from grader.grading.clocks import CheckTimeout, Clock
 from grader.grading.lab import Lab
+from grader.grading.processes import Usage
 from grader.grading.runner import BUSY, run_checks
 from grader.grading.stopwatch import Lap, TooBusy
 
@@ -57,15 +58,68 @@ def test_where_the_system_does_not_say_an_overloaded_machine_is_taken_as_the_cau
 def test_the_clock_keeps_the_waits_of_processes_that_ended_between_two_looks(monkeypatch):
     looks = iter([{1: 5.0, 2: 1.0}, {1: 5.5, 2: 1.75, 3: 0.25}, {1: 6.0}])  # 2 and 3 ended after the second look
     monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: next(looks))
-    clock = Clock(10, tree=lambda: [SimpleNamespace(pid=1)])
-    assert clock.waited() == 0.0  # the first look is the zero: what came before is not this span's
+    monkeypatch.setattr("grader.grading.processes.usage", lambda procs: Usage())
+    clock = Clock(10, tree=lambda: [SimpleNamespace(pid=1)]).begin()  # the first look is the zero
     assert clock.waited() == pytest.approx(1.5)
     assert clock.waited() == pytest.approx(2.0)
 
 
 def test_a_clock_on_a_system_without_run_queue_figures_says_none(monkeypatch):
     monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: None)
-    assert Clock(10, tree=lambda: []).waited() is None
+    assert Clock(10, tree=lambda: []).begin().waited() is None
+
+
+class _Now:
+    """A stand-in for clocks.time: the test says what time it is."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def still_tree(monkeypatch):
+    """A clock on a tree of one process (pid 1, the worker: its own) that uses no CPU, at a time the test sets."""
+    now = _Now()
+    monkeypatch.setattr("grader.grading.clocks.time", now)
+    monkeypatch.setattr("grader.grading.processes.usage", lambda procs: Usage(cpu=0.1))
+    monkeypatch.setattr("grader.grading.processes.thread_wait", lambda: 0.0)
+    return now, (lambda budget: Clock(budget, tree=lambda: [SimpleNamespace(pid=1)], own=(1,)).begin())
+
+
+def _look_at(clock: Clock, now: _Now, seconds: float) -> None:
+    now.now = 100.0 + seconds
+    clock.check()
+
+
+def test_a_grader_held_back_between_two_looks_does_not_count_the_gap_as_the_code_s_idleness(still_tree, monkeypatch):
+    now, make = still_tree
+    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: False)
+    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {1: 0.0})
+    clock = make(1.0)
+    _look_at(clock, now, 0.25)  # the first look: CPU so far, the zero of idleness
+    _look_at(clock, now, 3.0)  # the grader's own thread got no CPU for 2.75 s: it saw the tree idle for one look only
+    _look_at(clock, now, 3.25)
+    _look_at(clock, now, 3.5)
+    with pytest.raises(CheckTimeout) as late:  # a second of idleness seen look by look: a wait
+        _look_at(clock, now, 3.75)
+    assert late.value.kind == "wait"
+
+
+def test_at_the_backstop_the_waits_of_commands_that_ended_still_count(still_tree, monkeypatch):
+    """A command starved for 2.7 s, then ended: the tree was held back by the machine, not asleep."""
+    now, make = still_tree
+    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)
+    monkeypatch.setattr("grader.grading.processes.run_wait",
+                        lambda procs: {1: 0.0, 2: 0.9 * (now.now - 100)} if now.now < 103 else {1: 0.0})
+    clock = make(1.0)
+    for look in range(1, 17):
+        _look_at(clock, now, look * 0.25)
+    with pytest.raises(CheckTimeout) as late:
+        _look_at(clock, now, 4.25)
+    assert late.value.kind == "busy"
 
 
 def _late_bash(root, seconds: float) -> None:

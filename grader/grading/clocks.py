@@ -47,10 +47,12 @@ class Clock:
         self.started = time.monotonic()
         self._base: float | None = None
         self._active = self.started  # the last look that saw the tree use CPU or want it
+        self._looked = self.started  # the last look at the tree
         self._cpu = -1.0
-        self._waited: dict[int, float] = {}  # each process's run-queue wait at begin() (Linux)
         self._next = self.started + POLL
-        self._seen: dict[int, float] | None = None  # once waited() was called: each process's run-queue wait at the last look
+        self._seen: dict[int, float] | None = None  # from begin(): each process's run-queue wait at the last look (Linux)
+        self._run_waited: float | None = None  # from begin(): the run-queue waits the tree added up since (Linux)
+        self._thread_waited: float | None = None  # the grader's own thread's run-queue wait at begin() (Linux)
 
     @classmethod
     def wall(cls, seconds: float) -> Clock:
@@ -63,12 +65,15 @@ class Clock:
         self._next = self.started + POLL
         procs = self.tree() if self.tree else []
         self._base = processes.usage(procs).cpu if self.tree else 0.0
-        self._waited = (processes.run_wait(procs) or {}) if self.tree else {}
+        if self.tree:
+            self._seen, self._run_waited = {}, 0.0
+            self._count_waits(procs, baseline=True)
+        self._thread_waited = processes.thread_wait()
         return self
 
     def waiting(self) -> Clock:
         """A new request to the worker begins: idleness is judged within one request, never across the grader's own work."""
-        self._active = time.monotonic()
+        self._active = self._looked = time.monotonic()
         return self
 
     def left(self) -> float:
@@ -101,7 +106,9 @@ class Clock:
             raise CheckTimeout("cpu", cpu, _busiest(procs, self.own))
         if cpu > self._cpu or processes.runnable(procs):
             self._active = now
-        self._cpu = cpu
+        elif now - self._looked > 2 * POLL:  # the grader itself was held back: it saw the tree idle for one look, not the gap
+            self._active += now - self._looked - POLL
+        self._cpu, self._looked = cpu, now
         if self._seen is not None:
             self._count_waits(procs)
         if wall > self.budget and now - self._active >= min(IDLE, self.budget):
@@ -110,21 +117,18 @@ class Clock:
             raise CheckTimeout(self._starved_or_asleep(procs, cpu, wall), cpu, _waiting_on(procs, self.own))
 
     def waited(self) -> float | None:
-        """Seconds the tree's processes have waited in a run queue for a CPU since the first call (Linux; None elsewhere):
-        how long the machine held the code back. From the first call on, every look at the tree adds to it, so a command
-        that ends between two calls still counts up to the last look that saw it."""
-        if self.tree is None:
+        """Seconds the tree's processes have waited in a run queue for a CPU since begin() (Linux; None elsewhere): how
+        long the machine held the code back. Every look at the tree adds to it, so a command that ended between two
+        looks still counts up to the last look that saw it."""
+        if self.tree is None or self._seen is None:
             return None
-        first = self._seen is None
-        if first:
-            self._seen, self._run_waited = {}, 0.0
-        self._count_waits(self.tree(), first)
+        self._count_waits(self.tree())
         return self._run_waited
 
     def _count_waits(self, procs: list, baseline: bool = False) -> None:
         waits = processes.run_wait(procs)
-        if waits is None:
-            self._run_waited = None
+        if waits is None:  # the system does not say (or, once it has, the processes were gone before it could)
+            self._run_waited = self._run_waited if self._seen else None
             return
         for pid, seconds in waits.items():
             if self._run_waited is not None and not baseline:
@@ -132,14 +136,15 @@ class Clock:
             self._seen[pid] = seconds
 
     def _starved_or_asleep(self, procs: list, cpu: float, wall: float) -> str:
-        """At the backstop: `busy` if the tree really waited for a CPU (its CPU time plus its run-queue wait fill much of
-        the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever). Where the
-        system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
-        waits = processes.run_wait(procs)
-        if waits is None:
+        """At the backstop: `busy` if the tree really waited for a CPU (its CPU time plus the run-queue waits of its
+        processes, those that have ended included, and of the grader's own thread, which the tree may be waiting on,
+        fill much of the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever).
+        Where the system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
+        if self._run_waited is None:
             return "busy"
-        waited = sum(max(0.0, seconds - self._waited.get(pid, 0.0)) for pid, seconds in waits.items())
-        return "busy" if cpu + waited >= WANTED * wall else "wait"
+        mine, before = processes.thread_wait(), self._thread_waited
+        grader = mine - before if mine is not None and before is not None else 0.0
+        return "busy" if cpu + self._run_waited + grader >= WANTED * wall else "wait"
 
 
 def _busiest(procs: list, own: set[int]) -> str:
