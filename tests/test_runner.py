@@ -70,7 +70,6 @@ def test_wanting_a_cpu_without_waiting_for_one_is_a_timeout_not_a_busy_machine(w
     """Hole 7: runnable at every look, but next to no run-queue wait: it was not starved, so it is the code's timeout."""
     monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)
     monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: 0.0 for proc in procs})
-    monkeypatch.setattr("grader.grading.processes.thread_wait", lambda: 0.0)  # nor the grader's own thread, however busy this machine
     root = workspace(1)
     _break_read(root, "import time\n\ndef run(cwd, path, offset=1, limit=None):\n    time.sleep(600)\n")
     [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)

@@ -85,7 +85,6 @@ def still_tree(monkeypatch):
     now = _Now()
     monkeypatch.setattr("grader.grading.clocks.time", now)
     monkeypatch.setattr("grader.grading.processes.usage", lambda procs: Usage(cpu=0.1))
-    monkeypatch.setattr("grader.grading.processes.thread_wait", lambda: 0.0)
     return now, (lambda budget: Clock(budget, tree=lambda: [SimpleNamespace(pid=1)], own=(1,)).begin())
 
 
@@ -120,6 +119,33 @@ def test_at_the_backstop_the_waits_of_commands_that_ended_still_count(still_tree
     with pytest.raises(CheckTimeout) as late:
         _look_at(clock, now, 4.25)
     assert late.value.kind == "busy"
+
+
+def test_at_the_backstop_the_time_the_tree_waited_on_a_slow_grader_is_not_the_code_s_sleep(still_tree, monkeypatch):
+    """Each second the grader took 0.75 s to answer (its own work on a busy machine): the tree waited on it, not asleep."""
+    now, make = still_tree
+    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: False)
+    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {1: 0.0})
+    clock = make(1.0)
+    for second in range(4):
+        _look_at(clock, now, second + 0.25)
+        now.now = 100.0 + second + 1.0
+        clock.waiting()  # the grader's answer (a model's reply) goes out 0.75 s after its last look
+    with pytest.raises(CheckTimeout) as late:
+        _look_at(clock, now, 4.25)
+    assert late.value.kind == "busy"
+
+
+def test_at_the_backstop_a_tree_that_mostly_slept_is_a_wait(still_tree, monkeypatch):
+    now, make = still_tree
+    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)  # a moment's work at every look
+    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {1: 0.0})
+    clock = make(1.0)
+    for look in range(1, 17):
+        _look_at(clock, now, look * 0.25)
+    with pytest.raises(CheckTimeout) as late:
+        _look_at(clock, now, 4.25)
+    assert late.value.kind == "wait"
 
 
 def _late_bash(root, seconds: float) -> None:

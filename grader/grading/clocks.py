@@ -52,7 +52,7 @@ class Clock:
         self._next = self.started + POLL
         self._seen: dict[int, float] | None = None  # from begin(): each process's run-queue wait at the last look (Linux)
         self._run_waited: float | None = None  # from begin(): the run-queue waits the tree added up since (Linux)
-        self._thread_waited: float | None = None  # the grader's own thread's run-queue wait at begin() (Linux)
+        self._on_grader = 0.0  # seconds the tree waited on the grader's own work (a request, a model's reply) since begin()
 
     @classmethod
     def wall(cls, seconds: float) -> Clock:
@@ -68,12 +68,15 @@ class Clock:
         if self.tree:
             self._seen, self._run_waited = {}, 0.0
             self._count_waits(procs, baseline=True)
-        self._thread_waited = processes.thread_wait()
+        self._looked, self._on_grader = self.started, 0.0
         return self
 
     def waiting(self) -> Clock:
-        """A new request to the worker begins: idleness is judged within one request, never across the grader's own work."""
-        self._active = self._looked = time.monotonic()
+        """The grader hands the worker something new (a request, a model's reply): idleness is judged within one wait,
+        never across the grader's own work, and the time since the last look was the tree waiting on the grader."""
+        now = time.monotonic()
+        self._on_grader += max(0.0, now - self._looked)
+        self._active = self._looked = now
         return self
 
     def left(self) -> float:
@@ -136,15 +139,13 @@ class Clock:
             self._seen[pid] = seconds
 
     def _starved_or_asleep(self, procs: list, cpu: float, wall: float) -> str:
-        """At the backstop: `busy` if the tree really waited for a CPU (its CPU time plus the run-queue waits of its
-        processes, those that have ended included, and of the grader's own thread, which the tree may be waiting on,
-        fill much of the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever).
+        """At the backstop: `busy` if the tree really waited for a CPU or for the grader (its CPU time, the run-queue
+        waits of its processes, those that have ended included, and the time it waited on the grader's own work fill
+        much of the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever).
         Where the system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
         if self._run_waited is None:
             return "busy"
-        mine, before = processes.thread_wait(), self._thread_waited
-        grader = mine - before if mine is not None and before is not None else 0.0
-        return "busy" if cpu + self._run_waited + grader >= WANTED * wall else "wait"
+        return "busy" if cpu + self._run_waited + self._on_grader >= WANTED * wall else "wait"
 
 
 def _busiest(procs: list, own: set[int]) -> str:
