@@ -1,6 +1,6 @@
 """Do valid solutions still pass on a busy machine? Grading while other gradings run in the background.
 
-    python bench/under_load.py [--rounds 5] [--quick]
+    python bench/under_load.py [--rounds 5] [--quick] [--loads 2,4]
 
 For each background load (2x and 4x the cores: that many `workshop check` loops on solved lesson-8 workspaces),
 grades the solved lesson-8 workspace and every alternative of tests/fixtures/alternatives.toml (valid solutions),
@@ -155,10 +155,19 @@ def show(title: str, tally: Tally) -> None:
         print(f"      {count}x {check_id}: {tally.examples[check_id]}")
 
 
+def multiples(text: str) -> list[int]:
+    """`2,4` -> [2, 4]: whole numbers of at least 1 (argparse turns a ValueError into one line and exit 2)."""
+    found = [int(part) for part in text.split(",")]
+    if min(found) < 1:
+        raise ValueError(text)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, help="rounds per load level (default 5; 1 with --quick)")
     parser.add_argument("--quick", action="store_true", help="one round, lesson 8 and the lesson-5/8 alternatives, 8 copies")
+    parser.add_argument("--loads", type=multiples, default=[2, 4], help="background gradings, in multiples of the cores (default 2,4)")
     args = parser.parse_args()
     rounds = args.rounds or (1 if args.quick else 5)
     cores = os.cpu_count() or 1
@@ -175,7 +184,7 @@ def main() -> None:
         print(f"{cores} cores, {len(folders)} valid workspaces (lesson 8 solved + alternatives), {rounds} round(s), "
               f"load before: {os.getloadavg()[0]:.1f}")
         everything = Tally()
-        for factor in (2, 4):
+        for factor in args.loads:
             loops = start_background(factor * cores, scratch, env)
             try:
                 time.sleep(5)  # let the background gradings get going

@@ -60,9 +60,12 @@ class Clock:
         self.started = time.monotonic()
         self._base: float | None = None
         self._active = self.started  # the last look that saw the tree use CPU or want it
+        self._looked = self.started  # the last look at the tree
         self._cpu = -1.0
-        self._waited: dict[int, float] = {}  # each process's run-queue wait at begin() (Linux)
         self._next = self.started + POLL
+        self._seen: dict[int, float] | None = None  # from begin(): each process's run-queue wait at the last look (Linux)
+        self._run_waited: float | None = None  # from begin(): the run-queue waits the tree added up since (Linux)
+        self._on_grader = 0.0  # seconds the tree waited on the grader's own work (a request, a model's reply) since begin()
 
     @classmethod
     def wall(cls, seconds: float) -> Clock:
@@ -75,12 +78,18 @@ class Clock:
         self._next = self.started + POLL
         procs = self.tree() if self.tree else []
         self._base = processes.usage(procs).cpu if self.tree else 0.0
-        self._waited = (processes.run_wait(procs) or {}) if self.tree else {}
+        if self.tree:
+            self._seen, self._run_waited = {}, 0.0
+            self._count_waits(procs, baseline=True)
+        self._looked, self._on_grader = self.started, 0.0
         return self
 
     def waiting(self) -> Clock:
-        """A new request to the worker begins: idleness is judged within one request, never across the grader's own work."""
-        self._active = time.monotonic()
+        """The grader hands the worker something new (a request, a model's reply): idleness is judged within one wait,
+        never across the grader's own work, and the time since the last look was the tree waiting on the grader."""
+        now = time.monotonic()
+        self._on_grader += max(0.0, now - self._looked)
+        self._active = self._looked = now
         return self
 
     def left(self) -> float:
@@ -114,7 +123,11 @@ class Clock:
             raise CheckTimeout("cpu", cpu, _busiest(procs, self.own))
         if cpu > self._cpu or processes.runnable(procs):
             self._active = now
-        self._cpu = cpu
+        elif now - self._looked > 2 * POLL:  # the grader itself was held back: it saw the tree idle for one look, not the gap
+            self._active += now - self._looked - POLL
+        self._cpu, self._looked = cpu, now
+        if self._seen is not None:
+            self._count_waits(procs)
         if wall > self.budget and now - self._active >= min(IDLE, self.budget):
             raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
         if wall > self.budget * BACKSTOP:
@@ -131,15 +144,33 @@ class Clock:
             processes.kill_tree([proc.pid for proc in procs])
             raise DiskExceeded(*over)
 
-    def _starved_or_asleep(self, procs: list, cpu: float, wall: float) -> str:
-        """At the backstop: `busy` if the tree really waited for a CPU (its CPU time plus its run-queue wait fill much of
-        the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever). Where the
-        system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
+    def waited(self) -> float | None:
+        """Seconds the tree's processes have waited in a run queue for a CPU since begin() (Linux; None elsewhere): how
+        long the machine held the code back. Every look at the tree adds to it, so a command that ended between two
+        looks still counts up to the last look that saw it."""
+        if self.tree is None or self._seen is None:
+            return None
+        self._count_waits(self.tree())
+        return self._run_waited
+
+    def _count_waits(self, procs: list, baseline: bool = False) -> None:
         waits = processes.run_wait(procs)
-        if waits is None:
+        if waits is None:  # the system does not say (or, once it has, the processes were gone before it could)
+            self._run_waited = self._run_waited if self._seen else None
+            return
+        for pid, seconds in waits.items():
+            if self._run_waited is not None and not baseline:
+                self._run_waited += max(0.0, seconds - self._seen.get(pid, 0.0))
+            self._seen[pid] = seconds
+
+    def _starved_or_asleep(self, procs: list, cpu: float, wall: float) -> str:
+        """At the backstop: `busy` if the tree really waited for a CPU or for the grader (its CPU time, the run-queue
+        waits of its processes, those that have ended included, and the time it waited on the grader's own work fill
+        much of the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever).
+        Where the system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
+        if self._run_waited is None:
             return "busy"
-        waited = sum(max(0.0, seconds - self._waited.get(pid, 0.0)) for pid, seconds in waits.items())
-        return "busy" if cpu + waited >= WANTED * wall else "wait"
+        return "busy" if cpu + self._run_waited + self._on_grader >= WANTED * wall else "wait"
 
 
 def _busiest(procs: list, own: set[int]) -> str:

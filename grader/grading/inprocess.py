@@ -31,6 +31,12 @@ class InProcess:
 
         kill_tree([pid])
 
+    def runnable(self, pid: int) -> bool:
+        from grader.grading.processes import process, runnable
+
+        found = process(pid)
+        return found is not None and runnable([found])
+
     def measure(self, call) -> tuple:
         import tracemalloc
 

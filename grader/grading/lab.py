@@ -11,12 +11,16 @@ import json
 import os
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.course import kit
 from grader.grading.safe_files import Pinned
+
+if TYPE_CHECKING:
+    from grader.grading.stopwatch import Lap
 
 
 MESSAGE_LIMIT = 700  # characters of a message in any report
@@ -129,6 +133,23 @@ class Lab:
         """Kill the student's process `pid` (as its code numbers it), and nothing that is not the student's."""
         self._worker.kill(pid)
 
+    def outlives(self, pid: int, seconds: float) -> bool:
+        """Is the student's process `pid` still running, and asleep, after `seconds` of the machine's time? A killed
+        process is runnable until it gets a CPU to end on, and the time the machine holds it back does not count;
+        TooBusy if it is still runnable at the backstop (clocks.BACKSTOP times `seconds`)."""
+        from grader.grading.clocks import BACKSTOP
+        from grader.grading.stopwatch import Stopwatch, TooBusy
+
+        watch = Stopwatch(self._clock)
+        while self.running(pid):
+            lap = watch.lap()
+            if lap.own >= seconds and not self._worker.runnable(pid):
+                return True
+            if lap.wall >= seconds * BACKSTOP:
+                raise TooBusy()
+            time.sleep(0.05)
+        return False
+
     # --- calls into the student's code ----------------------------------------------------------
 
     def tool(self, name: str, **args: Any) -> Result:
@@ -148,6 +169,15 @@ class Lab:
         result = self.tool(name, **args)
         expect(result.is_error, f"{name}({_args(args)}) should be an is_error result, but it succeeded with {excerpt(result.text)}")
         return result
+
+    def timed(self, name: str, **args: Any) -> tuple[Result, Lap]:
+        """A tool call, and how long it took: a Lap (grader.grading.stopwatch) that also says how much of that time the
+        machine held the code back, so that `lap.late(seconds)` blames the code only for its own slowness."""
+        from grader.grading.stopwatch import Stopwatch
+
+        watch = Stopwatch(self._clock)
+        result = self.tool(name, **args)
+        return result, watch.lap()
 
     def measure(self, name: str, **args: Any) -> tuple[Result, int]:
         """A tool call and the extra memory (bytes) it took: the peak over before of what the student's Python code

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
-from grader.grading.backends.linux_proc import child_pids, held_memory, run_wait  # noqa: F401  (run_wait: for the clocks)
+from grader.grading.backends.linux_proc import child_pids, held_memory, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
 
 
 def _psutil():

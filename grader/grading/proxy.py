@@ -29,7 +29,7 @@ from pathlib import Path
 
 from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
 from grader.grading.crash import crash_site, dump_stack as _dump_stack
-from grader.grading.processes import children, exit_story, kill_tree, name, running, tree
+from grader.grading.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
 from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder
 
 
@@ -219,6 +219,12 @@ class Worker:
         host = self.zygote.boundary.host_pid(inner) if type(inner) is int else None
         if host is not None:
             kill_tree([host])
+
+    def runnable(self, inner: int) -> bool:
+        """Is the student's process `inner` running or waiting for a CPU (as a killed one does, to end), not asleep?"""
+        host = self.zygote.boundary.host_pid(inner) if type(inner) is int else None
+        found = process(host) if host is not None else None
+        return found is not None and runnable([found])
 
     def stuck_at(self) -> str:
         """Where the worker's Python is right now (`file line N` in the workspace), from a faulthandler dump."""

@@ -40,6 +40,15 @@ def run_wait(procs: list) -> dict[int, float] | None:
     return waits if waits or not procs else None
 
 
+def thread_wait() -> float | None:
+    """Linux: the seconds the calling thread has spent waiting in a run queue for a CPU; None where the system does not say."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as source:
+            return int(source.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def handle_path(handle: int) -> str:
     """The path of an open file descriptor (an O_PATH handle can be chmod-ed through it, never following a link)."""
     return f"/proc/self/fd/{handle}"
