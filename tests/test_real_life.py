@@ -32,18 +32,6 @@ def state(folder: Path) -> dict:
     return {"files": files, "head": git(folder, "rev-parse", "HEAD"), "status": git(folder, "status", "--porcelain")}
 
 
-@pytest.fixture
-def started(tmp_path, monkeypatch):
-    def make(lesson: int, solved: bool = False, where: Path | None = None) -> Path:
-        target = (where or tmp_path) / f"rover-{lesson}"
-        made = run("start", f"lesson-{lesson}", str(target), *(["--solved"] if solved else []))
-        assert made.exit_code == 0, made.output
-        monkeypatch.chdir(target)
-        return target
-
-    return make
-
-
 def one_line_refusal(result, *words: str) -> None:
     """Exit 2, and one line saying so (after at most a line of progress)."""
     assert result.exit_code == 2, result.output
