@@ -17,7 +17,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 # Heavy gradings and builds, left out by `python -m pytest -m "not slow"` (a quick run for authors).
 SLOW_FILES = {"test_wrong_solutions.py", "test_alternatives.py", "test_devcheck.py", "test_walk_to_lesson_8.py", "test_autograder.py",
-              "test_class_attacks.py",
+              "test_class_attacks.py", "test_machines.py",
               "test_packaging.py", "test_workflow.py", "test_board_browser.py", "test_fuzz_tools.py", "test_bulk.py"}
 
 
