@@ -42,11 +42,16 @@ def test_a_missing_working_directory_is_an_error_and_leaves_no_spill_file(solved
 
 
 def test_the_timeout_holds_while_output_keeps_flowing(bash):
-    started = time.monotonic()
-    result = bash("yes", timeout=1)
-    assert time.monotonic() - started < 4
-    assert result.is_error and result.text.endswith("Command timed out after 1 seconds")
-    spill_path(result.text.rsplit("\n\n", 1)[0]).unlink()
+    took = []
+    for _ in range(2):  # wall time on a shared machine: a busy moment may make one try late, never both
+        started = time.monotonic()
+        result = bash("yes", timeout=1)
+        took.append(time.monotonic() - started)
+        assert result.is_error and result.text.endswith("Command timed out after 1 seconds")
+        spill_path(result.text.rsplit("\n\n", 1)[0]).unlink()
+        if took[-1] < 4:
+            break
+    assert min(took) < 4, f"a 1-second timeout over endless output returned after {took} s"
 
 
 def test_a_cut_inside_one_long_line_starts_on_a_whole_character(bash):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -128,15 +129,35 @@ def test_a_stub_lesson_fits_one_screen_at_80_columns(workspace, monkeypatch, les
     assert result.exit_code == 1 and len(lines) <= 40, result.output
     assert all(len(line) <= 80 and line == line.rstrip() for line in lines), [line for line in lines if len(line) > 80 or line != line.rstrip()]
     titles = {check.id: check.title for number in range(lesson + 1) for check in kit.lesson(number).checks}
-    for line in lines:
-        if line.startswith(("  ✗ ", "  ✓ ")) and line.endswith("…") and line.split()[1] in titles:
-            shown = line.split(None, 2)[2].removesuffix("…")
-            title = titles[line.split()[1]]
-            assert title.startswith(shown) and title[len(shown)] in " ,;:(", f"cut mid-word: {line!r}"
+    rows = [number for number, line in enumerate(lines) if line.startswith(("  ✗ ", "  ✓ ")) and line.split()[1] in titles]
+    for number in rows:  # a title too long for its row goes on under itself, at words, whole
+        row, title = lines[number], titles[lines[number].split()[1]]
+        column = len(row) - len(row.split(None, 2)[2])
+        below = [line for line in lines[number + 1:number + 4] if len(line) > column and line[:column].isspace() and line[column] != " "]
+        shown = " ".join([row[column:]] + [line.strip() for line in below])[:len(title)]
+        assert shown == title and "…" not in row, f"{title!r} is not whole in {[row] + below}"
     first = result.output.split("\n  ✗ ", 1)[1].split("\n  ✗ ")[0]  # the first failure, with its message and hint
     check = next(check for check in kit.lesson(lesson).checks if first.startswith(check.id))
     assert f"hint: {words(check.hints[0])}" in words(first), "the first failure is shown in full, wrapped between words"
     assert lines[-1].startswith("Next: ") or lines[-2].startswith("Next: ")
+
+
+def test_lesson_text_at_80_columns_wraps_prose_at_words_and_never_a_command():
+    for lesson in kit.lessons():
+        source = lesson.text.read_text(encoding="utf-8")
+        shown = run("lesson", str(lesson.number)).output.splitlines()
+        commands = re.findall(r"^ {4}(python -m rover .+)$", source, re.MULTILINE)
+        assert commands, f"lesson {lesson.number} gives the command that replays its scenario"
+        for command in commands:  # longer than the screen: it runs past the edge, whole, and copies whole
+            assert f" {command}" in shown, f"lesson {lesson.number}: {command!r} is not on one line"
+        code = {line.strip() for line in re.findall(r"^ {4,}(\S.*)$", source, re.MULTILINE)}
+        for line in shown:
+            assert len(line) <= 80 or line.strip() in code, f"lesson {lesson.number}: prose past 80 columns: {line!r}"
+            if line.endswith("…") and len(line) == 80:  # a code line in a list, where there is no room: cut, visibly
+                assert any(whole.startswith(line.strip()[:-1]) for whole in code), line
+    listed = run("lesson", "2").output.splitlines()
+    assert any(line.strip().startswith("[Showing lines 4001-6000") and line.endswith("…") for line in listed)
+    assert max(len(line) for line in listed if "python -m rover" not in line) == 80
 
 
 def test_long_messages_wrap_between_words():

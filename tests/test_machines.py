@@ -39,18 +39,22 @@ def verdicts(folder: Path, **env: str) -> tuple[dict, dict[str, str]]:
     return report, {entry["id"]: entry["status"] for entry in report["checks"] if entry["id"] not in busy}
 
 
-@pytest.mark.parametrize("lesson", [2, 5, 8])
-def test_verdicts_are_the_same_with_the_linux_extras_off(workspace, lesson):
-    for solved in (True, False):
-        folder = workspace(lesson, solved)
+# The solved lesson 8 grades every check of lessons 0-8 on the solution; each stub, its own lesson's checks on a stub
+# (bash and search, whose processes and ripgrep depend most on the extras, and the last lesson).
+@pytest.mark.parametrize(("lesson", "solved"), [(8, True), (2, False), (5, False), (8, False)], ids=["8-solved", "2-stub", "5-stub", "8-stub"])
+def test_verdicts_are_the_same_with_the_linux_extras_off(workspace, lesson, solved):
+    folder = workspace(lesson, solved)
+    for _ in range(2):  # a difference is looked at twice: a check that times a tool by the wall clock can be late once
         (usual, usual_statuses), (bare, bare_statuses) = verdicts(folder), verdicts(folder, **NO_LINUX_EXTRAS)
         assert bare["sandbox"] == "process", "WORKSHOP_SANDBOX=process is the backend that graded"
         both = usual_statuses.keys() & bare_statuses.keys()
         assert len(both) >= 0.9 * len(usual["checks"]), "too few checks got a verdict to compare"
         differ = {key: (usual_statuses[key], bare_statuses[key]) for key in both if usual_statuses[key] != bare_statuses[key]}
-        assert differ == {}, "(usual, extras off)"
-        passed = {status == "passed" for status in bare_statuses.values()}
-        assert passed == ({True} if solved else {True, False}), "the solution passes every check, the stub fails some"
+        if not differ:
+            break
+    assert differ == {}, "(usual, extras off)"
+    passed = {status == "passed" for status in bare_statuses.values()}
+    assert passed == ({True} if solved else {True, False}), "the solution passes every check, the stub fails some"
 
 
 @pytest.mark.skipif(not shutil.which("bwrap"), reason="needs bubblewrap")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from grader.cli import main
 
-from tests.test_real_life import git, one_line_refusal, run, started, state  # noqa: F401  (started: a fixture)
+from tests.test_real_life import git, one_line_refusal, run, state
 
 
 def test_next_force_refuses_a_missing_registry_and_its_advice_works(started):
@@ -46,12 +46,14 @@ def test_next_force_refuses_when_rover_is_gone(started):
     assert "lesson: 1" in (root / ".copier-answers.yml").read_text()
 
 
-def test_a_stale_lock_in_the_template_cache_is_cleared(tmp_path, monkeypatch, started):
+def test_a_stale_lock_in_the_template_cache_is_cleared(tmp_path, monkeypatch):
     from grader.course.template_repo import template_source
 
     lock = template_source() / ".git/index.lock"
     lock.write_text("")
-    root = started(1)  # start renders through the cache
+    root = tmp_path / "rover-1"
+    assert run("start", "lesson-1", str(root)).exit_code == 0  # start renders through the cache
+    monkeypatch.chdir(root)
     assert not lock.exists()
     lock.write_text("")
     assert run("next", "--force").exit_code == 0 and "lesson: 2" in (root / ".copier-answers.yml").read_text()

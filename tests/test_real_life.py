@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from grader.cli import main
 from grader.course import kit
 from grader.course.workspace import Workspace
+from tests.conftest import next_passing
 
 
 def run(*args: str, columns: int = 80):
@@ -30,18 +31,6 @@ def state(folder: Path) -> dict:
     files = {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
              if path.is_file() and ".git" not in path.relative_to(folder).parts}
     return {"files": files, "head": git(folder, "rev-parse", "HEAD"), "status": git(folder, "status", "--porcelain")}
-
-
-@pytest.fixture
-def started(tmp_path, monkeypatch):
-    def make(lesson: int, solved: bool = False, where: Path | None = None) -> Path:
-        target = (where or tmp_path) / f"rover-{lesson}"
-        made = run("start", f"lesson-{lesson}", str(target), *(["--solved"] if solved else []))
-        assert made.exit_code == 0, made.output
-        monkeypatch.chdir(target)
-        return target
-
-    return make
 
 
 def one_line_refusal(result, *words: str) -> None:
@@ -134,7 +123,7 @@ def test_next_works_with_another_laptops_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKSHOP_CACHE", str(tmp_path / "laptop-b"))  # another laptop: the first cache is not there
     shutil.rmtree(tmp_path / "laptop-a")
     monkeypatch.chdir(root)
-    moved = run("next")
+    moved = next_passing(run)
     assert moved.exit_code == 0, moved.output
     assert Workspace.find(root).lesson == 2 and "# mine" in (root / "rover/tools/read.py").read_text()
     assert f"_src_path: {tmp_path / 'laptop-b'}" in (root / ".copier-answers.yml").read_text()
@@ -147,7 +136,7 @@ def test_next_from_an_older_kits_workspace_finds_its_base_by_content(started):
     answers.write_text("\n".join("_commit: 6ea328f" if line.startswith("_commit:") else line for line in answers.read_text().splitlines()) + "\n")
     subprocess.run(["git", "commit", "-qam", "made by an older kit"], cwd=root, check=True)
     (root / "rover/tools/read.py").write_text((root / "rover/tools/read.py").read_text() + "# mine\n")
-    moved = run("next")
+    moved = next_passing(run)
     assert moved.exit_code == 0, moved.output
     assert Workspace.find(root).lesson == 2 and (root / "rover/tools/bash.py").is_file()
     assert "# mine" in (root / "rover/tools/read.py").read_text() and git(root, "status", "--porcelain") == ""

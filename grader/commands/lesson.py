@@ -1,4 +1,8 @@
-"""`workshop lesson [N]`: the lesson text, rendered in the terminal, paged when longer than the screen."""
+"""`workshop lesson [N]`: the lesson text, rendered in the terminal, paged when longer than the screen.
+
+Prose wraps at words; a code block's lines never wrap, so a command copied from the screen still runs: at the top
+level a long line runs past the edge (the terminal shows the rest, and copies it whole); inside a list, where the
+layout has no room to let it run, it is cut with a "…" at the edge."""
 from __future__ import annotations
 
 import os
@@ -22,10 +26,31 @@ def lesson_command(lesson_id: str | None) -> None:
     except (kit.UnknownLesson, NotAWorkspace) as problem:
         raise WorkshopError(f"{problem}" if lesson_id else "not in a workspace: name a lesson, e.g. `workshop lesson 0`") from None
     console = Console()
-    text = Markdown(kit.lesson(number).text.read_text(encoding="utf-8"))
+    text = _markdown()(kit.lesson(number).text.read_text(encoding="utf-8"))
     if console.is_terminal and len(console.render_lines(text)) > console.height:
         os.environ.setdefault("LESS", "-R")  # let less show rich's colours rather than escape codes
         with console.pager(styles=True):
-            console.print(text)
+            console.print(text, crop=False)
     else:
-        console.print(text)
+        console.print(text, crop=False)  # crop=False: a code line longer than the screen is printed whole
+
+
+def _markdown():
+    """rich's Markdown, with code blocks whose lines are never wrapped."""
+    from rich.markdown import CodeBlock, Markdown
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    class UnwrappedCode(CodeBlock):
+        def __rich_console__(self, console, options):
+            code = str(self.text).rstrip()
+            nested = options.max_width < console.width  # in a list or a quote: rich crops there, so cut visibly
+            highlighted = Syntax(code, self.lexer_name, theme=self.theme).highlight(code)
+            highlighted.rstrip()
+            for line in highlighted.split("\n", allow_blank=True):
+                yield Text.assemble(" ", line, no_wrap=True, overflow="ellipsis" if nested else "ignore")
+
+    class Lesson(Markdown):
+        elements = {**Markdown.elements, "fence": UnwrappedCode, "code_block": UnwrappedCode}
+
+    return Lesson

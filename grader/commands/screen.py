@@ -4,8 +4,8 @@ The current lesson is shown with its first failure in full (the message and the 
 and the first failure of a real mistake too when that is another; every other failure is one
 row, and the checks that fail only because the tool is not written yet fold into one line. So a
 stub lesson fits one screen at 80 columns. Earlier lessons that pass fold into one line
-(`lessons 0-3: 42/42 ✓`); a lesson with a regression opens up like the current one. Rows never
-wrap: a long title is cut at a word, with "…". When the rover package cannot even be imported,
+(`lessons 0-3: 42/42 ✓`); a lesson with a regression opens up like the current one. A title too
+long for its row goes on under itself, wrapped at words, never cut. When the rover package cannot even be imported,
 every check fails for that one reason, so the screen shows the reason once, with the line of code,
 or names the file that is missing. `say` is how the other commands print prose: wrapped to the
 terminal, never splitting a word.
@@ -210,10 +210,10 @@ def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, ev
                     console.print(line, no_wrap=True, overflow="crop")
             continue
         mark, colour = MARKS[outcome.status]
-        room = console.width - 6 - width
         row = Text.assemble("  ", (mark, colour), " ", (outcome.check.id[:width].ljust(width), "bold" if not outcome.passed else ""),
-                            "  ", (fit(outcome.check.title, room), "" if not outcome.passed else "dim"))
-        console.print(row, no_wrap=True, overflow="crop")
+                            "  ", (outcome.check.title, "" if not outcome.passed else "dim"))
+        for line in wrapped(row, console.width, 6 + width):  # a long title goes on under itself, whole
+            console.print(line, no_wrap=True, overflow="crop")
         if outcome in full:
             _details(console, outcome)
 
