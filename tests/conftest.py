@@ -112,15 +112,14 @@ def solved_rover(rendered, monkeypatch):
     return rover.tools
 
 
-def grade_fairly(root: Path, checks: list, again: str = "busy") -> list:
-    """run_checks, with what the machine (not the code) may have decided graded once more, alone, in one lane: the
-    checks marked "too busy" (again="busy"), or every check that did not pass (again="failed": a check that times a
-    tool by the wall clock can fail when two cores run a dozen gradings). The second verdict stands; a check still too
-    busy then is skipped, never counted as a verdict either way."""
+def grade_fairly(root: Path, checks: list) -> list:
+    """run_checks, with the checks the machine (not the code) spoiled, marked "too busy", graded once more, alone, in
+    one lane. The second verdict stands; a check still too busy then is skipped, never counted as a verdict either way.
+    A failure is never graded again: a valid solution that fails, fails the test."""
     from grader.grading.runner import run_checks
 
     outcomes = run_checks(root, checks)
-    doubtful = [outcome.check for outcome in outcomes if outcome.busy or (again == "failed" and not outcome.passed)]
+    doubtful = [outcome.check for outcome in outcomes if outcome.busy]
     if doubtful:
         regraded = {outcome.check.id: outcome for outcome in run_checks(root, doubtful, jobs=1)}
         outcomes = [regraded.get(outcome.check.id, outcome) for outcome in outcomes]
