@@ -17,7 +17,6 @@ from grader.course import kit
 from grader.cli import main
 from grader.course.workspace import Workspace
 from grader.grading.grade import grade
-from grader.grading.runner import TIME_LIMIT
 from tests.conftest import next_passing
 
 
@@ -226,7 +225,7 @@ def test_ctrl_c_stops_watch_at_once_and_leaves_nothing_behind(started, tmp_path)
     watcher.send_signal(signal.SIGINT)  # impatient: a second Ctrl-C
     out, err = watcher.communicate(timeout=10)
     # at once, not when the endless check runs out of its 10 CPU seconds; the margin is for a busy machine's wall clock
-    assert time.monotonic() - stopped < TIME_LIMIT / 2, "Ctrl-C stops at once, not when the checks time out"
+    assert time.monotonic() - stopped < 3, "Ctrl-C stops at once, not when the checks time out"
     assert watcher.returncode == 130 and "Stopped watching." in out
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     time.sleep(0.3)
