@@ -30,7 +30,6 @@ import socket
 import sys
 import tempfile
 
-from grader.grading import harness
 from grader.grading.linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, extras, prctl
 from grader.grading.processes import children, kill_tree
 from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, PREFIX
@@ -52,6 +51,8 @@ def main(argv: list[str]) -> None:
     if role == "worker":
         orders, answers = _own(argv[3:5])
         _orphaned_unless(int(argv[2]))
+        from grader.grading import harness  # noqa: F401  (before the workspace is on sys.path: it cannot shadow it)
+
         _settle(workspace)
         serve(workspace, orders, answers)
     control, mode = socket.socket(fileno=int(argv[2])), argv[3] if len(argv) > 3 else "fork"
@@ -72,6 +73,8 @@ def main(argv: list[str]) -> None:
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks before unlisted commands: the grader says yes (gate checks script their own)
+    from grader.grading import harness  # here, not at the top: a spawned keeper never needs it
+
     _settle(workspace)
     answer = _line(harness.answer("import", {}, workspace))
     try:
@@ -86,7 +89,7 @@ def _settle(workspace: str, student: bool = True) -> None:
     tempfile.tempdir = os.environ.get("TMPDIR") or None
     sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
     if student:
-        sys.path.insert(0, workspace)  # after every grader module is imported: the workspace cannot shadow them
+        sys.path.insert(0, workspace)  # after every grader module is imported (harness too): the workspace cannot shadow them
 
 
 def zygote(workspace: str, control: socket.socket, mode: str) -> None:
@@ -180,6 +183,8 @@ def _own(numbers: list[str]) -> list[int]:
 
 
 def serve(workspace: str, orders_fd: int, answers_fd: int) -> None:
+    from grader.grading import harness  # imported already, before the workspace was put on sys.path
+
     me = os.getpid()
     _crash_log()
     orders, answers = os.fdopen(orders_fd, "rb"), os.fdopen(answers_fd, "wb")
