@@ -25,8 +25,8 @@ from grader.course.render import render
 MODES = ("fork", "spawn")
 
 
-def one_check(workspace: Path, env: dict[str, str]) -> tuple[float, float, bool]:
-    """Wall seconds, CPU seconds (the grader and every process it waited for) and whether every check passed."""
+def one_check(workspace: Path, env: dict[str, str]) -> tuple[float, float, list[str]]:
+    """Wall seconds, CPU seconds (the grader and every process it waited for) and the checks that did not pass."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True,
@@ -34,7 +34,8 @@ def one_check(workspace: Path, env: dict[str, str]) -> tuple[float, float, bool]
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     report = json.loads(done.stdout)
-    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, report["score"] == report["max_score"]
+    missed = [f"{entry['id']} {entry['status']}: {entry['message'][:90]}" for entry in report["checks"] if entry["status"] != "passed"]
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, missed
 
 
 def main() -> None:
@@ -44,7 +45,7 @@ def main() -> None:
     parser.add_argument("--extras-off", action="store_true")
     args = parser.parse_args()
     side = {"WORKSHOP_SANDBOX": "process", "WORKSHOP_LINUX_EXTRAS": "0"} if args.extras_off else {}
-    figures: dict[str, list[tuple[float, float, bool]]] = {mode: [] for mode in MODES}
+    figures: dict[str, list[tuple[float, float, list[str]]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory() as scratch:
         workspace = render(args.lesson, Path(scratch) / "ws", True)
         load = os.getloadavg()
@@ -56,9 +57,12 @@ def main() -> None:
           f"{args.runs} runs a mode; load average {load[0]:.1f} before, {after[0]:.1f} after, {os.cpu_count()} cores")
     for mode in MODES:
         walls, cpus = [wall for wall, _, _ in figures[mode]], [cpu for _, cpu, _ in figures[mode]]
-        passed = sum(ok for _, _, ok in figures[mode])
+        missed = [miss for _, _, misses in figures[mode] for miss in misses]
+        passed = sum(not misses for _, _, misses in figures[mode])
         print(f"  {mode:5}: median {statistics.median(walls):.2f} s (min {min(walls):.2f}, max {max(walls):.2f}), "
               f"CPU median {statistics.median(cpus):.2f} s, all checks passed in {passed}/{args.runs}")
+        for miss in sorted(set(missed))[:6]:
+            print(f"         not passed: {miss}")
 
 
 if __name__ == "__main__":
