@@ -93,6 +93,7 @@ def test_a_spawned_worker_is_a_fresh_interpreter_and_goes_with_its_keeper(render
     assert not [pid for pid in pids if process(pid) and process(pid).status() != "zombie"], "nothing of the side is left"
 
 
+@pytest.mark.slow  # six gradings a lesson
 @pytest.mark.parametrize("lesson", [2, 5, 8])
 def test_verdicts_are_the_same_when_workers_are_spawned(workspace, lesson):
     """Spawned inside the real boundary (the extras-off run in test_machines spawns in the process sandbox)."""
@@ -106,6 +107,7 @@ def test_verdicts_are_the_same_when_workers_are_spawned(workspace, lesson):
         assert {status == "passed" for status in spawned_statuses.values()} == ({True} if solved else {True, False})
 
 
+@pytest.mark.slow  # an endless import costs its 5 s of CPU in each mode
 @pytest.mark.parametrize("name", ["loop_at_import", "recursion_at_import", "fork_bomb_at_import"])
 def test_a_hostile_import_is_judged_the_same_in_both_modes(rendered, tmp_path, name):
     judged = {}
