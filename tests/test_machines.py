@@ -14,7 +14,8 @@ import pytest
 
 from grader.course import kit
 
-# The paths macOS and a dev container take: the process backend, no subreaper, PR_SET_PDEATHSIG or RLIMIT_AS.
+# The paths macOS and a dev container take: the process backend, no subreaper, PR_SET_PDEATHSIG or RLIMIT_AS, and
+# workers spawned as fresh interpreters, never forked (grader.grading.starting).
 NO_LINUX_EXTRAS = {"WORKSHOP_SANDBOX": "process", "WORKSHOP_LINUX_EXTRAS": "0"}
 
 # Modules allowed to name /proc: the sandbox's backends (bwrap mounts a fresh one; process counting lives there).

@@ -26,7 +26,7 @@ from grader.grading.runner import Outcome
 OUTPUT_LIMIT = 16 << 20  # bytes of JSON a grading process may print
 COPY_FILES, COPY_BYTES, COPY_DEPTH = 10_000, 200 << 20, 40  # what a private copy of one workspace may hold
 LEFT_OUT = {".git", ".venv", "venv", "node_modules", "__pycache__", ".pytest_cache", ".mypy_cache"}
-KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "WORKSHOP_LINUX_EXTRAS")
+KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "WORKSHOP_LINUX_EXTRAS", "WORKSHOP_WORKER_START")
 STATUSES = {"passed", "failed", "error", "timeout"}
 BUSY = "too busy"  # in the message of a check the machine could not finish (SPEC 9): graded again, once
 # The grader as this interpreter imports it, never a `grader/` the workspace (the process's cwd) could hold.

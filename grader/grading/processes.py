@@ -160,8 +160,8 @@ def runnable(procs: list) -> bool:
     return False
 
 
-def kill_tree(pids: list[int], include_roots: bool = True) -> None:
-    """Freeze the trees (so nothing forks past us), then kill them all."""
+def kill_tree(pids: list[int], include_roots: bool = True) -> list:
+    """Freeze the trees (so nothing forks past us), then kill them all; the processes killed (see `gone`)."""
     psutil = _psutil()
     frozen: dict[int, object] = {}
     for _ in range(50):
@@ -179,6 +179,13 @@ def kill_tree(pids: list[int], include_roots: bool = True) -> None:
             proc.kill()
         except psutil.Error:
             pass
+    return list(frozen.values())
+
+
+def gone(procs: list, timeout: float = 3.0) -> None:
+    """Wait (at most `timeout`) until these killed processes have ended: a killed tree of hundreds takes a moment to
+    die on a busy machine, and a run must not end while any of it is still there."""
+    _psutil().wait_procs(procs, timeout=timeout)
 
 
 def marked(variable: str, token: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""The grader's end of the zygote (it imports the student's rover once and forks workers) and of each worker.
+"""The grader's end of the zygote (it imports the student's rover once and starts workers) and of each worker.
 
 A worker takes requests and gives answers, each matched by an id the worker cannot predict.
 
@@ -27,16 +27,14 @@ import threading
 import time
 from pathlib import Path
 
+from grader.grading import starting
 from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
 from grader.grading.crash import crash_site, dump_stack as _dump_stack
 from grader.grading.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
 from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder
 
 
-# `python -I -S`: no site (its .pth hooks cost ~40 ms a start), no environment; the grader's own sys.path instead,
-# handed over in the command itself, so the worker imports exactly this grader and nothing the workspace could shadow.
-BOOT = (f"import sys; sys.path[:] = {[entry for entry in sys.path if entry and Path(entry).is_absolute()]!r}; "
-        "from grader.grading.worker import main; main(sys.argv[1:])")
+GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute()]  # what the side imports the grader from
 
 
 class WorkerLost(BaseException):
@@ -48,15 +46,17 @@ class Stopped(BaseException):
 
 
 class Zygote:
-    """The process that imports the student's rover once, then forks a fresh worker (under its keeper) on request."""
+    """The process that imports the student's rover once, then starts a fresh worker (under its keeper) on request:
+    forked from it, or spawned as a new interpreter (grader.grading.starting)."""
 
     def __init__(self, run: RunFolder, workspace: Path, boundary):
         self.scratch = run.folder("scratch")
         self.run, self.workspace = run, workspace
         self.boundary = boundary
+        self.mode = starting.mode()  # fork or spawn: how the zygote starts each keeper and worker
         ours, theirs = socket.socketpair()
         try:
-            self.process = boundary.start([sys.executable, "-I", "-S", "-c", BOOT, "zygote", str(workspace), str(theirs.fileno())],
+            self.process = boundary.start(starting.command(GRADER_PATH, "zygote", str(workspace), str(theirs.fileno()), self.mode),
                                           run, workspace, (theirs.fileno(),), self.scratch)
         finally:
             theirs.close()
@@ -171,8 +171,12 @@ class Worker:
         self._stopped = False
 
     def start(self, limit: float, stopping) -> None:
-        """Wait for the worker to answer (it has the student's rover imported already, from the zygote)."""
+        """Wait for the worker to answer (forked, it has the rover imported already; spawned, it imports it now)."""
         answer = self.request("import", self.clock(limit), stopping)
+        raised = answer.get("raised")
+        if isinstance(raised, dict):  # spawned: its own import failed where the zygote's had passed
+            self._lose(f"a fresh worker's import of rover raised {str(raised.get('type'))[:80]} "
+                       f"({str(raised.get('where') or 'no line of yours')[:120]}), though the first import passed")
         inner = answer["ok"].get("pid") if isinstance(answer.get("ok"), dict) else None
         pid = self.zygote.boundary.host_pid(inner) if type(inner) is int else None
         if pid is None or pid not in children(self.keeper):

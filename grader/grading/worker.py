@@ -1,14 +1,22 @@
-"""The processes that host the student's code, started by grader.grading.proxy as `main(["zygote", WORKSPACE, CONTROL])`.
+"""The processes that host the student's code, started by grader.grading.proxy as `main(["zygote", WORKSPACE, CONTROL, MODE])`.
 
 The zygote takes the limits (address space, file size), imports the student's `rover` once,
-says how that went on CONTROL (a unix socket), and then forks one keeper per worker the
-grader asks for (the request carries the worker's three pipes). A keeper is the subreaper
-of its own tree: it forks the worker proper, which answers the grader's requests, one JSON
-line each way (grader.grading.harness says what each does), and waits. When the worker
-dies, or the grader stops it (b"q" on LIFE) or goes (LIFE closes), the keeper kills every
-process below it, daemons included, and writes the worker's exit status as a last line.
-The student's code never sees the grader as its parent. When CONTROL closes, the zygote
-ends them all, and if the grader died without saying goodbye, removes the run folder too.
+says how that went on CONTROL (a unix socket): that import is the one that judges it (an error,
+a hang, a crash). It then starts one keeper per worker the grader asks for (the request carries
+the worker's three pipes). A keeper is the subreaper of its own tree: it starts the worker proper,
+which answers the grader's requests, one JSON line each way (grader.grading.harness says what
+each does), and waits. When the worker dies, or the grader stops it (b"q" on LIFE) or goes (LIFE
+closes), the keeper kills every process below it, daemons included, and writes the worker's exit
+status as a last line. The student's code never sees the grader as its parent. When CONTROL
+closes, the zygote ends them all, and if the grader died without saying goodbye, removes the run
+folder too.
+
+MODE (grader.grading.starting) is how keepers and workers start. `fork`: the zygote forks the
+keeper and the keeper the worker, which has the rover imported already. `spawn` (macOS, where a
+fork after imports is unsafe): each is a fresh interpreter started with posix_spawn inside the same
+boundary, `main(["keeper", WORKSPACE, SCRATCH, ORDERS, ANSWERS, LIFE])` and `main(["worker",
+WORKSPACE, KEEPER, ORDERS, ANSWERS])`; the worker imports the rover itself, on its first request.
+Both serve the same protocol, write the same crash log and sweep their trees the same way.
 """
 from __future__ import annotations
 
@@ -22,45 +30,69 @@ import socket
 import sys
 import tempfile
 
-from grader.grading import harness
 from grader.grading.linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, extras, prctl
 from grader.grading.processes import children, kill_tree
 from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, PREFIX
+from grader.grading.starting import spawn
 
 ADDRESS_SPACE = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # 1 GiB by default
 FILE_SIZE = 128 << 20  # no single file a tool writes may pass 128 MiB
+GRADER_PATH: list[str] = []  # sys.path as the grader handed it over (no workspace in it): what a spawned process gets
 
 
 def main(argv: list[str]) -> None:
-    workspace, control = argv[1], socket.socket(fileno=int(argv[2]))
+    GRADER_PATH[:] = sys.path
+    role, workspace = argv[0], argv[1]
+    if role == "keeper":  # spawn mode: a fresh interpreter, with the zygote's limits, environment and stdio
+        orders, answers, life = _own(argv[3:6])
+        os.chdir(argv[2])
+        _settle(workspace, student=False)
+        keep(workspace, orders, answers, life, "spawn")
+    if role == "worker":
+        orders, answers = _own(argv[3:5])
+        _orphaned_unless(int(argv[2]))
+        from grader.grading import harness  # noqa: F401  (before the workspace is on sys.path: it cannot shadow it)
+
+        _settle(workspace)
+        serve(workspace, orders, answers)
+    control, mode = socket.socket(fileno=int(argv[2])), argv[3] if len(argv) > 3 else "fork"
+    control.set_inheritable(False)  # no spawned keeper may hold the grader's line
     limits = [(resource.RLIMIT_FSIZE, FILE_SIZE)] + ([(resource.RLIMIT_AS, ADDRESS_SPACE)] if extras() else [])
     for limit, value in limits:  # RLIMIT_AS is a first line only: the grader counts the whole tree's memory itself
         resource.setrlimit(limit, (value, value))
-    import psutil  # noqa: F401  (imported once here, so every keeper's sweep has it already)
+    import psutil  # noqa: F401  (imported once here, so every forked keeper's sweep has it already)
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past the limit is an OSError for the writer, not a kill
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle (ignored, it stays so in a spawn)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    tempfile.tempdir = os.environ.get("TMPDIR") or None
     _crash_log()
     # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks before unlisted commands: the grader says yes (gate checks script their own)
-    sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
-    sys.path.insert(0, workspace)  # after every grader module is imported: the workspace cannot shadow them
+    from grader.grading import harness  # here, not at the top: a spawned keeper never needs it
+
+    _settle(workspace)
     answer = _line(harness.answer("import", {}, workspace))
     try:
         control.sendall(answer)
     except OSError:  # the grader is gone already; the loop below sees it and tidies up
         pass
-    zygote(workspace, control)
+    zygote(workspace, control, mode)
 
 
-def zygote(workspace: str, control: socket.socket) -> None:
+def _settle(workspace: str, student: bool = True) -> None:
+    """What every interpreter of the side sets for itself (a spawned one too); `student`: it will import the rover."""
+    tempfile.tempdir = os.environ.get("TMPDIR") or None
+    sys.dont_write_bytecode = True  # keep the student's tree free of grader-made __pycache__ churn
+    if student:
+        sys.path.insert(0, workspace)  # after every grader module is imported (harness too): the workspace cannot shadow them
+
+
+def zygote(workspace: str, control: socket.socket, mode: str) -> None:
     wake = _wakeup()
     keepers: set[int] = set()
     farewell = False
@@ -76,12 +108,15 @@ def zygote(workspace: str, control: socket.socket) -> None:
                 if not message or message == b"bye" or len(fds) != 3:
                     farewell = message == b"bye"
                     break
-                keeper = os.fork()
-                if keeper == 0:
-                    control.close()
-                    os.close(wake)
-                    os.chdir(message.decode())
-                    keep(workspace, *fds)
+                if mode == "spawn":
+                    keeper = spawn(GRADER_PATH, ["keeper", workspace, message.decode()], tuple(fds))
+                else:
+                    keeper = os.fork()
+                    if keeper == 0:
+                        control.close()
+                        os.close(wake)
+                        os.chdir(message.decode())
+                        keep(workspace, *fds, mode)
                 for fd in fds:
                     os.close(fd)
                 keepers.add(keeper)
@@ -98,21 +133,22 @@ def zygote(workspace: str, control: socket.socket) -> None:
     os._exit(0)
 
 
-def keep(workspace: str, orders: int, answers: int, life: int) -> None:
-    """Fork the worker; wait for it to end or for the grader's stop; end everything below; report the status."""
+def keep(workspace: str, orders: int, answers: int, life: int, mode: str) -> None:
+    """Start the worker; wait for it to end or for the grader's stop; end everything below; report the status."""
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     wake = _wakeup()
     me = os.getpid()
-    worker = os.fork()
-    if worker == 0:
-        os.close(life)
-        os.close(wake)
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != me:  # the keeper died before the worker started: nobody to answer to
-            os._exit(70)
-        serve(workspace, orders, answers)
+    if mode == "spawn":
+        worker = spawn(GRADER_PATH, ["worker", workspace, str(me)], (orders, answers))
+    else:
+        worker = os.fork()
+        if worker == 0:
+            os.close(life)
+            os.close(wake)
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _orphaned_unless(me)
+            serve(workspace, orders, answers)
     os.close(orders)
     status = None
     while status is None:
@@ -131,7 +167,24 @@ def keep(workspace: str, orders: int, answers: int, life: int) -> None:
     os._exit(0)
 
 
+def _orphaned_unless(keeper: int) -> None:
+    """The worker dies with its keeper (where Linux allows); if the keeper is gone already, nobody is there to answer to."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != keeper:
+        os._exit(70)
+
+
+def _own(numbers: list[str]) -> list[int]:
+    """The descriptors a spawned process was given, kept from anything it starts (a student's posix_spawn included)."""
+    fds = [int(number) for number in numbers]
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    return fds
+
+
 def serve(workspace: str, orders_fd: int, answers_fd: int) -> None:
+    from grader.grading import harness  # imported already, before the workspace was put on sys.path
+
     me = os.getpid()
     _crash_log()
     orders, answers = os.fdopen(orders_fd, "rb"), os.fdopen(answers_fd, "wb")

@@ -21,7 +21,7 @@ from pathlib import Path
 from grader.grading import processes
 from grader.grading.backends.paths import SYSTEM, links_on_the_way, needed_paths
 from grader.grading.backends.process import Processes
-from grader.grading.runfolder import RunFolder
+from grader.grading.runfolder import MARK, RunFolder
 
 NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try")
 NOBODY = "65534"
@@ -110,8 +110,12 @@ class Bwrap(Processes):
     def end(self) -> None:
         """Killing the namespace's first process ends every process in it, whatever it did."""
         if self.popen:
-            processes.kill_tree([self.popen.pid])
+            early = self.popen.poll() is not None  # killed during the run (a fork bomb's sweep): the rest may be dying still
+            killed = processes.kill_tree([self.popen.pid])
             self.popen.wait()
+            if early and self.token:
+                killed += [proc for proc in map(processes.process, processes.marked(MARK, self.token)) if proc]
+            processes.gone(killed)  # the run ends once the namespace is empty
         if self._janitor:
             try:
                 self._janitor.stdin.write(b"q")  # a planned end: the runner removes the folder itself

@@ -67,9 +67,10 @@ class Processes:
         roots += [pid for pid in processes.children(os.getpid()) if pid not in self._before and self._ours(pid)]
         if self.token:
             roots += [pid for pid in processes.marked(MARK, self.token) if pid != os.getpid()]
-        processes.kill_tree(roots)
+        killed = processes.kill_tree(roots)
         if self.popen:
             self.popen.wait()
+        processes.gone(killed)
         for pid in roots:
             try:
                 os.waitpid(pid, os.WNOHANG)
