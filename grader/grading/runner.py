@@ -2,8 +2,8 @@
 
 First a zygote process (grader.grading.worker) imports the student's `rover`, once, on its own
 clock: if that fails, the run stops there with one root cause instead of a failure per check.
-Then a few lanes run side by side, each a thread with its own worker (forked by the zygote, so
-it starts in milliseconds) that takes checks from a shared queue, so slow checks spread out by
+Then a few lanes run side by side, each a thread with its own worker (forked by the zygote on Linux,
+so it starts in milliseconds; a fresh interpreter on macOS: grader.grading.starting) that takes checks from a shared queue, so slow checks spread out by
 themselves. The check itself runs here, in the lane's thread; only its calls into the
 student's code go to the worker (grader.grading.lab and proxy).
 The student's side (the zygote and all it forks) runs inside one boundary for the whole run
@@ -205,7 +205,7 @@ class _Run:
                 worker.stop()
 
     def _worker(self) -> Worker:
-        """A fresh worker, forked by the zygote with the student's rover already imported."""
+        """A fresh worker from the zygote (forked with the student's rover imported, or spawned: grader.grading.starting)."""
         worker = Worker(self.folder, self.zygote, self.stopping)
         self.workers.append(worker)
         try:
