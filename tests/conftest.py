@@ -1,6 +1,7 @@
 """Shared fixtures: rendered workspaces (rendered once per session, copied per test)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -21,11 +22,16 @@ SLOW_FILES = {"test_wrong_solutions.py", "test_alternatives.py", "test_devcheck.
               "test_packaging.py", "test_workflow.py", "test_board_browser.py", "test_fuzz_tools.py", "test_bulk.py"}
 
 
-# A shell that starts a background job without job control (a CI runner, `cmd &` in a script) sets it to ignore
-# SIGINT, and children inherit that: the Ctrl-C tests would send a signal nobody hears. Take it back, so the commands
-# under test start with SIGINT as a terminal gives it.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+@pytest.fixture(autouse=True)
+def sigint_as_a_terminal_gives_it():
+    """Every test starts with SIGINT as a terminal gives it, and children inherit that. Two things take it away: a
+    shell that starts a background job without job control (a CI runner, `cmd &` in a script) sets it to ignored, and
+    a command run in-process that was interrupted leaves it ignored (grader.ctrl_c.stop, so a second Ctrl-C on the
+    way out changes nothing). Either way the Ctrl-C tests would send a signal nobody hears."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        with contextlib.suppress(ValueError):  # not the main thread: not ours to set
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
 
 
 def pytest_collection_modifyitems(items) -> None:

@@ -117,9 +117,9 @@ def test_a_hostile_import_is_judged_the_same_in_both_modes(rendered, tmp_path, n
         done, took, left, _ = grade_hostile(copy, tmp_path / mode, FIXTURES / "hostile" / f"{name}.py", extra_env={"WORKSHOP_WORKER_START": mode})
         assert left == NOTHING_LEFT, mode
         report = json.loads(done.stdout)
-        judged[mode] = [(entry["id"], entry["status"], re.sub(r"\d+ seen", "N seen", entry["message"])) for entry in report["checks"]]
+        judged[mode] = [(entry["id"], entry["status"], re.sub(r"\d+ seen|line \d+", "N", entry["message"])) for entry in report["checks"]]
         assert {status for _, status, _ in judged[mode]} == {"error"} and "does not import" in judged[mode][0][2], judged[mode][0]
-    assert judged["spawn"] == judged["fork"]
+    assert judged["spawn"] == judged["fork"]  # the counts and the line an endless loop was caught on vary: N
 
 
 def test_a_spawned_worker_whose_own_import_fails_says_so(workspace, tmp_path):
