@@ -209,6 +209,8 @@ class Worker:
                 self._lose("the worker asked the model (or spoke as the spy) outside a run of the agent")
             if answer["id"] == ident:
                 self._answered.add(ident)
+                if not running(self.keeper):  # the call killed the keeper above it: its answer is no evidence
+                    self._lose(self._death())
                 self._check_forks()
                 return answer
             if answer["id"] not in self._answered:
