@@ -27,7 +27,7 @@ def refuse_native_windows() -> None:
 
 refuse_native_windows()  # before importing anything that needs a POSIX system (fork, signals, fcntl)
 
-from grader.ctrl_c import exits_quietly, loaded  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
+from grader.ctrl_c import exits_quietly, ignore_ctrl_c, loaded  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
 
 import click  # noqa: E402
 
@@ -74,5 +74,14 @@ main.add_command(join_command)
 main.add_command(leave_command)
 
 
+def run() -> None:
+    """The `workshop` program. Once a command is over, a Ctrl-C changes nothing: Python's exit puts back the default
+    SIGINT, which would kill it with no word while its work is already done (or already undone)."""
+    try:
+        main()
+    finally:
+        ignore_ctrl_c()
+
+
 if __name__ == "__main__":
-    main()
+    run()

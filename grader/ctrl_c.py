@@ -40,10 +40,15 @@ def exits_quietly() -> Iterator[None]:
         stop()
 
 
+def ignore_ctrl_c() -> None:
+    """From here on a Ctrl-C changes nothing (outside the main thread, which has no say over signals, nothing)."""
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def stop(message: str = "interrupted") -> NoReturn:
     """Leave with status 130; a second Ctrl-C on the way out changes nothing."""
-    with contextlib.suppress(ValueError):  # ValueError: not the main thread, which has no say over signals
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_ctrl_c()
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"\nworkshop: {message}\n")
         sys.stderr.flush()

@@ -105,7 +105,7 @@ def build_wheel(folder: Path) -> Path:
     info = f"workshop_kit-{dist.version}.dist-info"
     contents = {name: path.read_bytes() for name, path in sorted(files.items())}
     contents[f"{info}/METADATA"] = (dist.read_text("METADATA") or "").encode()
-    contents[f"{info}/entry_points.txt"] = (dist.read_text("entry_points.txt") or "[console_scripts]\nworkshop = grader.cli:main\n").encode()
+    contents[f"{info}/entry_points.txt"] = (dist.read_text("entry_points.txt") or "[console_scripts]\nworkshop = grader.cli:run\n").encode()
     contents[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: workshop-kit\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in contents.items()] + [f"{info}/RECORD,,"]
     contents[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()

@@ -31,7 +31,7 @@ STATUSES = {"passed", "failed", "error", "timeout"}
 BUSY = "too busy"  # in the message of a check the machine could not finish (SPEC 9): graded again, once
 # The grader as this interpreter imports it, never a `grader/` the workspace (the process's cwd) could hold.
 BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); "
-        "sys.argv[0] = 'workshop'; from grader.cli import main; main()")
+        "sys.argv[0] = 'workshop'; from grader.cli import run; run()")
 
 
 class NotGraded(Exception):
