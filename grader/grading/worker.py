@@ -71,6 +71,9 @@ def main(argv: list[str]) -> None:
     _crash_log()
     # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    # No bytecode caches: a scripted edit can keep a file's size and land in the second its .pyc was written, and
+    # Python would then run the old code (a correct tool failing the scenario only when it is fast).
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks before unlisted commands: the grader says yes (gate checks script their own)
     from grader.grading import harness  # here, not at the top: a spawned keeper never needs it
