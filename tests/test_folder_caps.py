@@ -93,3 +93,12 @@ def test_deleted_files_still_open_count_and_the_clock_kills_its_tree(folder):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_flood_finished_between_two_looks_is_caught_by_the_last_look(folder):
+    folder.disk.bytes_cap = 4 * MiB
+    clock = Clock(10).begin().watching(folder.disk, {"check-1"})
+    write(folder.path / "check-1" / "flood", 5 * MiB)  # written and done before the clock's first look
+    clock.check()  # not yet a quarter second: no look
+    with pytest.raises(DiskExceeded, match="over the 4 MB"):
+        clock.last_look()

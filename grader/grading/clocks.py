@@ -138,6 +138,12 @@ class Clock:
         self.disk, self.mine = disk, frozenset(mine)
         return self
 
+    def last_look(self) -> None:
+        """The code's part is over (the import, a check): its files are measured once more, so a flood written and
+        finished between two looks (a fast run may have none) is still caught."""
+        if self.disk is not None:
+            self._check_disk(self.tree() if self.tree else [])
+
     def _check_disk(self, procs: list) -> None:
         over = self.disk.over(procs, self.mine) if self.disk is not None else None
         if over:

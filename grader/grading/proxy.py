@@ -72,6 +72,7 @@ class Zygote:
         answer = _decode_line(self._line(clock, stopping))
         if not isinstance(answer, dict) or len(answer.keys() & {"ok", "raised", "bad"}) != 1:
             raise WorkerLost(f"the import answered with something that is not an answer: {str(answer)[:80]}")
+        clock.last_look()
         return answer
 
     def fork(self, scratch: Path, pipes: tuple[int, int, int], stopping) -> int:
