@@ -66,6 +66,18 @@ def test_a_machine_too_busy_to_finish_is_an_error_that_asks_for_a_rerun(workspac
     assert outcome.busy
 
 
+def test_a_worker_the_machine_was_too_busy_to_start_is_a_busy_check_not_the_codes(workspace, monkeypatch):
+    """A spawned worker imports the rover again (macOS): at a high load its start can reach the backstop."""
+    from grader.grading.clocks import CheckTimeout
+
+    def starved(worker, limit, stopping):
+        raise CheckTimeout("busy")
+
+    monkeypatch.setattr("grader.grading.proxy.Worker.start", starved)
+    outcomes = run_checks(workspace(1), _read_checks("read.numbered", "read.offset-limit"), jobs=1)
+    assert [outcome.busy for outcome in outcomes] == [True, True], [outcome.message for outcome in outcomes]
+
+
 def test_wanting_a_cpu_without_waiting_for_one_is_a_timeout_not_a_busy_machine(workspace, monkeypatch):
     """Hole 7: runnable at every look, but next to no run-queue wait: it was not starved, so it is the code's timeout."""
     monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)

@@ -190,8 +190,9 @@ class _Run:
                 except WorkerLost as lost:
                     self.results.put(Outcome(check, "error", _cut(f"no worker to run it: {lost}")))
                     continue
-                except CheckTimeout:
-                    self.results.put(Outcome(check, "error", "no worker to run it: a fresh worker did not answer in time"))
+                except CheckTimeout as late:  # a spawned worker imports the rover again: on a busy machine, slowly
+                    said = BUSY if late.kind == "busy" else "no worker to run it: a fresh worker did not answer in time"
+                    self.results.put(Outcome(check, "error", said))
                     continue
                 self.results.put(self._judge(check, worker))
                 if worker.spoiled:
