@@ -36,7 +36,7 @@ from grader.grading.grade import checks_up_to
 def bare_checks(workspace: Path, lesson: int, scratch: Path) -> tuple[float, float, list[str]]:
     """(total CPU seconds, longest wall seconds, failures: id and message) of every check run bare, in this process."""
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # as the worker sets it
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # as the worker sets them
     os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks: the grader says yes, as the worker does
     cpu, longest, failures = 0.0, 0.0, []
     tempfile.tempdir = str(scratch)  # the tools' temp files (bash's spill files) go with the scratch folder

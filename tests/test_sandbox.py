@@ -128,7 +128,17 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
 NOTHING_LEFT = {"tagged": [], "logged": [], "temp": [], "workspace": [], "secrets": [], "reached": False, "changed": []}
 
 
-@pytest.mark.parametrize("fixture", HOSTILE, ids=[path.stem for path in HOSTILE])
+# The attacks that cost a run a clock or a memory-hungry tree each (over 8 s of wall time apiece): in the full suite,
+# not in the quick one (`-m "not slow"`), which keeps one of each kind (a fork, a flood, an import that never ends).
+HEAVY = {"fork_memory", "shared_memory", "output_flood", "recursion_at_import"}
+
+
+def heavy(names):
+    return [pytest.param(name, marks=pytest.mark.slow, id=getattr(name, "stem", name)) if getattr(name, "stem", name) in HEAVY
+            else pytest.param(name, id=getattr(name, "stem", name)) for name in names]
+
+
+@pytest.mark.parametrize("fixture", heavy(HOSTILE))
 def test_a_hostile_submission_gains_nothing_and_leaves_nothing(workspace, tmp_path, fixture):
     done, took, left, results = grade_hostile(workspace, tmp_path, fixture)
     assert done.returncode == 1, done.stderr.decode()[-2000:]
@@ -151,7 +161,7 @@ def test_a_hostile_submission_gains_nothing_and_leaves_nothing(workspace, tmp_pa
     assert scores["score"] == own, "the results file must be the grader's, not a daemon's"
 
 
-@pytest.mark.parametrize("name", ["loop_at_import", "recursion_at_import"])
+@pytest.mark.parametrize("name", heavy(["loop_at_import", "recursion_at_import"]))
 def test_a_broken_import_is_one_root_cause_and_ends_in_seconds(workspace, tmp_path, name):
     done, took, left, _ = grade_hostile(workspace, tmp_path, FIXTURES / "hostile" / f"{name}.py")
     report = json.loads(done.stdout)
@@ -238,7 +248,7 @@ def test_the_grader_type_checks_every_answer_itself(tmp_path, data):
         lab.tool("read", path="x")
 
 
-@pytest.mark.parametrize("name", ["fork_memory", "fork_read", "daemon"])
+@pytest.mark.parametrize("name", heavy(["fork_memory", "fork_read", "daemon"]))
 def test_without_the_linux_extras_the_verdicts_hold(workspace, tmp_path, name):
     """No subreaper, no PR_SET_PDEATHSIG, no RLIMIT_AS (macOS, a dev container): the tree is still counted and swept."""
     fixture = FIXTURES / "hostile" / f"{name}.py"
@@ -400,6 +410,7 @@ def test_a_silenced_spy_is_tampering_not_no_tool_ran(workspace, tmp_path):
     assert left == NOTHING_LEFT
 
 
+@pytest.mark.slow  # it sleeps through a backstop: 30 s
 def test_a_tool_that_mostly_sleeps_is_a_timeout_not_a_busy_machine(workspace, tmp_path):
     """Attack, hole 7: at the wall-clock backstop, a tree that used little CPU and waited little in the run queue
     (/proc/PID/schedstat) was asleep: a timeout naming the student's line, not 'the machine was too busy'."""
