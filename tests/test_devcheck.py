@@ -71,11 +71,14 @@ def _in_process_runner(workspace, check_list, **_):
         for check in check_list:
             checks.load(check.lesson)
             with tempfile.TemporaryDirectory() as tmp:
+                lab = checks.Lab.in_process(workspace, Path(tmp))
                 try:
-                    checks.REGISTRY[check.id](checks.Lab.in_process(workspace, Path(tmp)))
+                    checks.REGISTRY[check.id](lab)
                     outcomes.append(Outcome(check, "passed"))
                 except Exception as failure:
                     outcomes.append(Outcome(check, "failed", str(failure)))
+                finally:
+                    lab.close()
     finally:
         sys.path.remove(str(workspace))
         for name in [name for name in sys.modules if name == "rover" or name.startswith("rover.")]:

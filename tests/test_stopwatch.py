@@ -186,6 +186,7 @@ def sleeper(workspace, tmp_path):
     yield lab, child
     child.kill()
     child.wait()
+    lab.close()
 
 
 def test_a_process_asleep_past_its_time_outlives_it(sleeper):
