@@ -437,3 +437,52 @@ def test_the_process_fallback_says_so_on_screen_and_in_every_report(workspace, t
     assert "Graded without a sandbox" in json.loads(gradescope.read_text())["output"]
     text = junit.read_text()
     assert 'name="sandbox" value="process"' in text and "Graded without a sandbox" in text
+
+
+HOLDS = """
+import ctypes, json, os, sys
+libc, out = ctypes.CDLL(None, use_errno=True), {}
+def attempt(name, call):
+    try:
+        call()
+        out[name] = "ok"
+    except OSError as error:
+        out[name] = error.strerror
+fd = os.open("held", os.O_CREAT | os.O_RDWR)
+out["fallocate"] = "ok" if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(1 << 30)) == 0 else os.strerror(ctypes.get_errno())
+out["shmget"] = "ok" if libc.shmget(0, 1 << 20, 0o1600) >= 0 else os.strerror(ctypes.get_errno())
+attempt("memfd_create", lambda: os.memfd_create("held"))
+attempt("nice", lambda: os.nice(5))
+attempt("sched_idle", lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)))
+attempt("posix_fallocate", lambda: os.posix_fallocate(fd, 0, 1 << 20))  # glibc writes it instead: the size limit holds
+attempt("dev", lambda: open("/dev/planted", "w"))
+shm = os.open("/dev/shm/held", os.O_CREAT | os.O_RDWR)
+attempt("dev_shm_128MiB", lambda: os.posix_fallocate(shm, 0, 128 << 20))
+attempt("dev_null", lambda: os.write(os.open("/dev/null", os.O_WRONLY), b"x"))
+out["held_bytes"] = os.fstat(fd).st_blocks * 512
+open(sys.argv[1], "w").write(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
+def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_priority(tmp_path):
+    """Attack wave 3: fallocate reserved 1.9 GiB in one call past the 128 MiB file limit; memfd, SysV shared memory
+    and an unbounded /dev/shm held RAM nothing counted; SCHED_IDLE made an endless loop look like a busy machine."""
+    if boundary() != "bwrap":
+        pytest.skip("bubblewrap cannot start here")
+    from grader.grading.backends.bwrap import Bwrap
+    from grader.grading.runfolder import RunFolder
+
+    folder, side = RunFolder(), Bwrap()
+    try:
+        said = folder.path / "said.json"
+        side.start([sys.executable, "-I", "-c", HOLDS, str(said)], folder, tmp_path, (), folder.path).wait(60)
+        out = json.loads(said.read_text())
+    finally:
+        side.end()
+        folder.close()
+    refused = {"fallocate": "Operation not supported", "shmget": "Function not implemented", "memfd_create": "Function not implemented",
+               "nice": "Operation not permitted", "sched_idle": "Operation not permitted", "dev": "Read-only file system",
+               "dev_shm_128MiB": "No space left on device"}
+    assert {name: out[name] for name in refused} == refused
+    assert out["posix_fallocate"] == out["dev_null"] == "ok" and out["held_bytes"] == 1 << 20

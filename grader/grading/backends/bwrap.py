@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from grader.grading import processes
+from grader.grading.backends import seccomp
 from grader.grading.backends.paths import SYSTEM, links_on_the_way, needed_paths
 from grader.grading.backends.process import Processes
 from grader.grading.runfolder import MARK, RunFolder
@@ -27,6 +28,7 @@ NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts
 NOBODY = "65534"
 HIDDEN = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # readable to root's uid even inside: masked
 PRIVATE_TMP = 256 << 20  # bytes the private /tmp (a tmpfs: memory no process is charged for) may hold
+SHARED_MEMORY = 64 << 20  # bytes /dev/shm may hold (POSIX shared memory, semaphores): a tmpfs too; the rest of /dev is read-only
 INSTALL = "bubblewrap is not installed: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap)"
 JANITOR = ("import os, sys, time\nif not os.read(0, 1):  # EOF without a word: the grader died\n"
            "    time.sleep(0.2); from grader.grading.runfolder import remove_tree; remove_tree(sys.argv[1])")
@@ -49,20 +51,25 @@ def why_not() -> str | None:
     return None
 
 
+def _sized(size: int) -> tuple[str, ...]:
+    """`--size BYTES` for the next tmpfs, where this bwrap has it (0.7 and later)."""
+    return ("--size", str(size)) if _has_size() else ()
+
+
 @functools.cache
-def _sized() -> tuple[str, ...]:
-    """`--size BYTES` for the private /tmp, where this bwrap has it (0.7 and later)."""
+def _has_size() -> bool:
     try:
         said = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return ("--size", str(PRIVATE_TMP)) if b"--size" in said.stdout + said.stderr else ()
+        return False
+    return b"--size" in said.stdout + said.stderr
 
 
 def arguments(folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
     """bwrap's arguments before the command: the namespaces, the mounts, the uid."""
     args = ["bwrap", *NAMESPACES, "--uid", NOBODY, "--gid", NOBODY, "--die-with-parent", "--new-session",
-            "--dev", "/dev", "--proc", "/proc", *_sized(), "--tmpfs", "/tmp"]
+            "--dev", "/dev", *_sized(SHARED_MEMORY), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+            "--proc", "/proc", *_sized(PRIVATE_TMP), "--tmpfs", "/tmp"]
     for name in SYSTEM:
         path = Path(name)
         if path.is_symlink():
@@ -89,12 +96,23 @@ class Bwrap(Processes):
 
     def __init__(self) -> None:  # no subreaper, no sweep by mark: the namespace holds every process of the side
         self.popen, self.token = None, ""
+        self._rules: int | None = None  # the seccomp filter's pipe, while bwrap starts (grader.grading.backends.seccomp)
         self._janitor: subprocess.Popen | None = None
         self._known: dict[int, int] = {}
 
+    def start(self, command: list[str], folder: RunFolder, workspace: Path, pass_fds: tuple[int, ...], cwd: Path):
+        rules = seccomp.program()
+        self._rules = seccomp.readable(rules) if rules else None
+        try:
+            return super().start(command, folder, workspace, (*pass_fds, *([self._rules] if self._rules else [])), cwd)
+        finally:
+            if self._rules is not None:
+                os.close(self._rules)  # bwrap has its own copy, read at its start
+
     def wrap(self, command: list[str], folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
         self._watch(folder)
-        return [shutil.which("bwrap") or "bwrap", *arguments(folder, workspace, cwd)[1:], "--", *command]
+        rules = ["--seccomp", str(self._rules)] if self._rules is not None else []
+        return [shutil.which("bwrap") or "bwrap", *arguments(folder, workspace, cwd)[1:], *rules, "--", *command]
 
     def host_pid(self, pid: int) -> int | None:
         if pid not in self._known:
