@@ -486,3 +486,13 @@ def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_prior
                "dev_shm_128MiB": "No space left on device"}
     assert {name: out[name] for name in refused} == refused
     assert out["posix_fallocate"] == out["dev_null"] == "ok" and out["held_bytes"] == 1 << 20
+
+
+def test_a_spawned_workers_own_import_is_measured_and_only_its_check_is_blamed(workspace, tmp_path):
+    done, took, left, _ = grade_hostile(workspace, tmp_path, FIXTURES / "hostile" / "flood_in_worker.py",
+                                        extra_env={"WORKSHOP_WORKER_START": "spawn"})
+    report = json.loads(done.stdout)
+    unpassed = [entry for entry in report["checks"] if entry["status"] != "passed"]
+    assert len(unpassed) == 1 and unpassed[0]["status"] == "failed", unpassed
+    assert "a fresh worker's import of rover" in unpassed[0]["message"] and "MB" in unpassed[0]["message"], unpassed[0]
+    assert left == NOTHING_LEFT

@@ -142,10 +142,10 @@ class Clock:
         """The code's part is over (the import, a check): its files are measured once more, so a flood written and
         finished between two looks (a fast run may have none) is still caught."""
         if self.disk is not None:
-            self._check_disk(self.tree() if self.tree else [])
+            self._check_disk(self.tree() if self.tree else [], fresh=True)
 
-    def _check_disk(self, procs: list) -> None:
-        over = self.disk.over(procs, self.mine) if self.disk is not None else None
+    def _check_disk(self, procs: list, fresh: bool = False) -> None:
+        over = self.disk.over(procs, self.mine, fresh) if self.disk is not None else None
         if over:
             processes.kill_tree([proc.pid for proc in procs])
             raise DiskExceeded(*over)

@@ -57,9 +57,11 @@ class DiskWatch:
         self._size, self._at, self._serves = Size(), -STALE, FRESH
         self._claimed: Counter = Counter()  # top-level names a running check's clock answers for
 
-    def size(self) -> Size:
-        """The latest figures; a fresh walk if they are stale and no other clock is walking (never wait for one)."""
-        if time.monotonic() - self._at >= self._serves and self.lock.acquire(blocking=False):
+    def size(self, fresh: bool = False) -> Size:
+        """The latest figures; a fresh walk if they are stale and no other clock is walking (never wait for one).
+        `fresh`: walk now, after any walk under way (a last look, when the code's part is over)."""
+        stale = time.monotonic() - self._at >= self._serves
+        if (fresh and self.lock.acquire()) or (stale and self.lock.acquire(blocking=False)):
             try:
                 started = time.monotonic()
                 fd = self.folder.fd  # -1 once the run folder is closed: nothing left to measure
@@ -81,11 +83,11 @@ class DiskWatch:
             with self._claims:
                 self._claimed.subtract(names)
 
-    def over(self, procs: list, mine=frozenset()) -> tuple[str, bool] | None:
+    def over(self, procs: list, mine=frozenset(), fresh: bool = False) -> tuple[str, bool] | None:
         """None while the folder is within its caps; else (what was exceeded, shared) if the clock that owns `mine`
         (top-level names) and measures `procs` must stop its code: the folder that holds the most is one of its own,
         or no running check's (`shared`: HOME, TMPDIR, a file at the top; the whole run must stop)."""
-        size = self.size()
+        size = self.size(fresh)
         deleted = sum(open_deleted([proc.pid for proc in procs], self.path).values())
         if size.complete and size.entries <= self.entries_cap and size.bytes + deleted <= self.bytes_cap:
             return None

@@ -173,7 +173,11 @@ class Worker:
 
     def start(self, limit: float, stopping) -> None:
         """Wait for the worker to answer (forked, it has the rover imported already; spawned, it imports it now)."""
-        answer = self.request("import", self.clock(limit), stopping)
+        mine = (self.scratch.name,)  # a spawned worker imports the rover again: its files are its own to answer for
+        clock = self.clock(limit).watching(self.zygote.run.disk, mine)
+        with self.zygote.run.disk.claim(mine):
+            answer = self.request("import", clock, stopping)
+            clock.last_look()
         raised = answer.get("raised")
         if isinstance(raised, dict):  # spawned: its own import failed where the zygote's had passed
             self._lose(f"a fresh worker's import of rover raised {str(raised.get('type'))[:80]} "

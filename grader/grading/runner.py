@@ -190,6 +190,11 @@ class _Run:
                 except WorkerLost as lost:
                     self.results.put(Outcome(check, "error", _cut(f"no worker to run it: {lost}")))
                     continue
+                except MemoryExceeded as hoard:  # its import filled its folders, or used too much memory
+                    self.results.put(Outcome(check, "failed", _cut(f"a fresh worker's import of rover: {hoard}")))
+                    if getattr(hoard, "shared", False):
+                        self.stopped_by = f"the run stopped at {check.id}: {hoard}"
+                    continue
                 except CheckTimeout as late:  # a spawned worker imports the rover again: on a busy machine, slowly
                     said = BUSY if late.kind == "busy" else "no worker to run it: a fresh worker did not answer in time"
                     self.results.put(Outcome(check, "error", said))
@@ -213,6 +218,7 @@ class _Run:
             worker.start(IMPORT_LIMIT, self.stopping)
         except BaseException:
             worker.stop()
+            remove_tree(worker.scratch)  # what its import wrote counts no more
             raise
         return worker
 
