@@ -102,3 +102,19 @@ def test_a_flood_finished_between_two_looks_is_caught_by_the_last_look(folder):
     clock.check()  # not yet a quarter second: no look
     with pytest.raises(DiskExceeded, match="over the 4 MB"):
         clock.last_look()
+
+
+def test_disk_lost_where_no_walk_sees_it_stops_the_run_as_an_error(folder, monkeypatch):
+    """Attack wave 3: a file deleted but held as an fd in flight through a socket (or by a bare mapping) fills the disk
+    where neither the walk nor the tree's open fds show it. The file system's free space is the last witness."""
+    from grader.grading import folder_caps
+    from grader.grading.clocks import HiddenDisk
+
+    folder.disk._free = 100 << 30
+    monkeypatch.setattr(folder_caps, "_free", lambda path: (100 << 30) - (1 << 30))  # 1 GiB gone: within HIDDEN
+    clock = Clock(10).begin().watching(folder.disk, {"check-1"})
+    clock.last_look()
+    monkeypatch.setattr(folder_caps, "_free", lambda path: (100 << 30) - (3 << 30))
+    with pytest.raises(HiddenDisk, match="lost 3,072 MB during the run") as stopped:
+        clock.last_look()
+    assert stopped.value.shared

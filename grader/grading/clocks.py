@@ -50,6 +50,13 @@ class DiskExceeded(MemoryExceeded):
         self.shared = shared
 
 
+class HiddenDisk(DiskExceeded):
+    """The file system lost far more than the run folder holds: the whole run stops, an error (whose files, unknown)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, shared=True)
+
+
 class Clock:
     disk = None  # the run folder's watch (grader.grading.folder_caps), once `watching` is called
     mine: frozenset = frozenset()
@@ -145,6 +152,10 @@ class Clock:
             self._check_disk(self.tree() if self.tree else [], fresh=True)
 
     def _check_disk(self, procs: list, fresh: bool = False) -> None:
+        hidden = self.disk.hidden() if self.disk is not None else None
+        if hidden:
+            processes.kill_tree([proc.pid for proc in procs])
+            raise HiddenDisk(hidden)
         over = self.disk.over(procs, self.mine, fresh) if self.disk is not None else None
         if over:
             processes.kill_tree([proc.pid for proc in procs])

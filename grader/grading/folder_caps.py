@@ -32,6 +32,7 @@ OPENS = 4 * ENTRIES  # opens one walk may spend (a maze both deep and wide): pas
 FRESH = 0.2  # seconds a walk's figures serve every clock at least (lanes poll at once; one walks, the others read its figures)
 STALE = 1.0  # ... and at most: on a loaded machine a walk is slow, and its figures serve SPARE times its own length
 SPARE = 20  # so the walks take at most 1/SPARE of one core
+HIDDEN = 2 << 30  # disk the folder's file system may lose during a run beyond what the walks find (see DiskWatch.hidden)
 NAMES = {"check": "the check's folder", "temp": "its TMPDIR", "tmp": "its TMPDIR", "home": "its HOME",
          "scratch": "its working folder"}
 
@@ -56,6 +57,7 @@ class DiskWatch:
         self._claims = threading.Lock()
         self._size, self._at, self._serves = Size(), -STALE, FRESH
         self._claimed: Counter = Counter()  # top-level names a running check's clock answers for
+        self._free = _free(self.path)  # the file system's free bytes as the run began
 
     def size(self, fresh: bool = False) -> Size:
         """The latest figures; a fresh walk if they are stale and no other clock is walking (never wait for one).
@@ -101,6 +103,20 @@ class DiskWatch:
             return None  # another check's folder: its own clock stops it
         return self._say(size, deleted, heaviest), shared and heaviest not in mine
 
+    def hidden(self) -> str | None:
+        """None, unless the file system lost more than HIDDEN bytes since the run began beyond what the run folder holds:
+        files the walk cannot see, deleted but still held (an fd passed through a socket, a mapping), or another
+        program's writes. The whole run stops, as an error rather than a failure: whose they are is not known."""
+        free = _free(self.path)
+        if free is None or self._free is None:
+            return None
+        lost = self._free - free - self._size.bytes
+        if lost <= HIDDEN:
+            return None
+        return (f"the disk holding the run folder lost {lost / (1 << 20):,.0f} MB during the run beyond the run folder's own "
+                f"files (allowed: {HIDDEN >> 20:,} MB): files deleted but still held where the grader cannot count them, "
+                "or another program filling the disk; the run was stopped")
+
     def _say(self, size: Size, deleted: int, heaviest: str) -> str:
         where = NAMES.get(heaviest.split("-")[0], f"{heaviest!r} in the run folder") if heaviest else "the run folder"
         if size.bytes + deleted > self.bytes_cap:
@@ -112,6 +128,14 @@ class DiskWatch:
         else:
             what = "the code made a maze of folders too deep and wide to measure"
         return f"{what}; most in {where}. Its processes were stopped: does it write in a loop, or keep files it no longer needs?"
+
+
+def _free(path: str) -> int | None:
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
 
 
 @dataclass

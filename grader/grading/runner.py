@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.course.kit import Check
-from grader.grading.clocks import CheckTimeout, DiskExceeded, MemoryExceeded
+from grader.grading.clocks import CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
 from grader.grading.proxy import Stopped, Worker, WorkerLost, Zygote
 from grader.grading.runfolder import RunFolder, remove_tree
@@ -238,6 +238,9 @@ class _Run:
             status, message = "error", str(crash)
         except CheckTimeout as late:
             status, message = ("error", BUSY) if late.kind == "busy" else ("timeout", self._late(late, worker))
+        except HiddenDisk as lost:  # not known to be this code's: an error, and the run stops
+            status, message = "error", str(lost)
+            self.stopped_by = f"the run stopped at {check.id}: {lost}"
         except MemoryExceeded as hoard:  # memory, processes, or the run folder's size (DiskExceeded)
             status, message = "failed", str(hoard)
             if getattr(hoard, "shared", False):  # filled where no one check answers (HOME): every check would meet it
