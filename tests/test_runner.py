@@ -66,6 +66,21 @@ def test_a_machine_too_busy_to_finish_is_an_error_that_asks_for_a_rerun(workspac
     assert outcome.busy
 
 
+def test_code_that_lowered_its_own_priority_is_never_a_busy_machine(workspace, monkeypatch):
+    """Attack wave 3: at a lowered priority (nice, SCHED_IDLE) a loop waits in the run queue like code on a busy
+    machine. bwrap refuses the call (grader.grading.backends.seccomp); the process sandbox's clock sees it."""
+    import time
+
+    monkeypatch.setenv("WORKSHOP_SANDBOX", "process")
+    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)  # starved of CPU, as at a lowered priority
+    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
+    root = workspace(1)
+    _break_read(root, "import os, time\n\ndef run(cwd, path, offset=1, limit=None):\n    os.nice(10)\n    time.sleep(600)\n")
+    [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)
+    assert outcome.status == "timeout" and "a priority the code lowered itself" in outcome.message, outcome
+    assert "rover/tools/read.py line" in outcome.message and not outcome.busy
+
+
 def test_a_worker_the_machine_was_too_busy_to_start_is_a_busy_check_not_the_codes(workspace, monkeypatch):
     """A spawned worker imports the rover again (macOS): at a high load its start can reach the backstop."""
     from grader.grading.clocks import CheckTimeout

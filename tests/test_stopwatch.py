@@ -59,7 +59,7 @@ def test_the_clock_keeps_the_waits_of_processes_that_ended_between_two_looks(mon
     looks = iter([{1: 5.0, 2: 1.0}, {1: 5.5, 2: 1.75, 3: 0.25}, {1: 6.0}])  # 2 and 3 ended after the second look
     monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: next(looks))
     monkeypatch.setattr("grader.grading.processes.usage", lambda procs: Usage())
-    clock = Clock(10, tree=lambda: [SimpleNamespace(pid=1)]).begin()  # the first look is the zero
+    clock = Clock(10, tree=lambda: [SimpleNamespace(pid=1, nice=lambda: 0)]).begin()  # the first look is the zero
     assert clock.waited() == pytest.approx(1.5)
     assert clock.waited() == pytest.approx(2.0)
 
@@ -85,7 +85,7 @@ def still_tree(monkeypatch):
     now = _Now()
     monkeypatch.setattr("grader.grading.clocks.time", now)
     monkeypatch.setattr("grader.grading.processes.usage", lambda procs: Usage(cpu=0.1))
-    return now, (lambda budget: Clock(budget, tree=lambda: [SimpleNamespace(pid=1)], own=(1,)).begin())
+    return now, (lambda budget: Clock(budget, tree=lambda: [SimpleNamespace(pid=1, nice=lambda: 0)], own=(1,)).begin())
 
 
 def _look_at(clock: Clock, now: _Now, seconds: float) -> None:

@@ -26,7 +26,7 @@ WANTED = 0.5  # at the backstop, a tree whose CPU time plus run-queue wait is un
 
 
 class CheckTimeout(BaseException):
-    """The check's clock ran out while the student's code was busy; `kind` is cpu, wait or busy."""
+    """The check's clock ran out while the student's code was busy; `kind` is cpu, wait, busy or lowered (its own priority)."""
 
     def __init__(self, kind: str = "cpu", cpu: float = 0.0, waiting_on: str = ""):
         super().__init__(kind)
@@ -185,6 +185,8 @@ class Clock:
         waits of its processes, those that have ended included, and the time it waited on the grader's own work fill
         much of the wall time), `wait` if it mostly slept (a tool that wakes for a moment now and then, forever).
         Where the system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
+        if processes.lowered(procs):  # its run-queue waits are its own doing: no busy machine to blame
+            return "lowered"
         if self._run_waited is None:
             return "busy"
         return "busy" if cpu + self._run_waited + self._on_grader >= WANTED * wall else "wait"

@@ -4,6 +4,7 @@ psutil is imported on first use, never at import time: commands that grade nothi
 """
 from __future__ import annotations
 
+import os
 import signal
 from dataclasses import dataclass
 
@@ -156,6 +157,20 @@ def runnable(procs: list) -> bool:
             if proc.status() in (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP):
                 return True
         except psutil.Error:
+            pass
+    return False
+
+
+def lowered(procs: list) -> bool:
+    """Did any of them lower its own priority below the grader's (a higher nice; on Linux, SCHED_IDLE or SCHED_BATCH)?
+    Its waits for a CPU are then its own doing, not the machine's."""
+    psutil, ours = _psutil(), os.getpriority(os.PRIO_PROCESS, 0)
+    polite = {getattr(os, name) for name in ("SCHED_IDLE", "SCHED_BATCH") if hasattr(os, name)}
+    for proc in procs:
+        try:
+            if proc.nice() > ours or (polite and hasattr(os, "sched_getscheduler") and os.sched_getscheduler(proc.pid) in polite):
+                return True
+        except (psutil.Error, OSError):
             pass
     return False
 

@@ -263,6 +263,9 @@ class _Run:
         if late.kind == "wait" and late.waiting_on:
             return f"still waiting after {budget} on the command `{late.waiting_on}`: does it wait for input, or never end?"
         where = worker.stuck_at()
+        if late.kind == "lowered":
+            return (f"still running after {budget} at a priority the code lowered itself (nice, SCHED_IDLE)"
+                    f"{', at ' + where if where else ''}: is there an endless loop?")
         if late.kind == "cpu":
             return f"still running after {budget} of CPU{', at ' + where if where else ''}: is there an endless loop?"
         return f"still waiting after {budget}{', at ' + where if where else ''}: is there a call that waits forever (a sleep, a read)?"
