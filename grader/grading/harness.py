@@ -8,6 +8,7 @@ The grader checks all of it again: nothing here is trusted.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -73,7 +74,26 @@ def _tool(request: dict) -> dict:
     if request.get("settle"):  # before a measured call: hand freed memory back, so the peak is the call's own
         _settle_memory()
         return {}
+    if request.get("open_stdin"):
+        with _stdin_left_open():
+            return result_data(request["name"], execute(request["name"], request["args"], Path(request["cwd"])))
     return result_data(request["name"], execute(request["name"], request["args"], Path(request["cwd"])))
+
+
+@contextlib.contextmanager
+def _stdin_left_open():
+    """For the call: stdin a pipe that stays open and never speaks, as a terminal or a caller's pipe would be (the
+    worker's own stdin is /dev/null, which would hide a command that inherits it)."""
+    quiet, held = os.pipe()
+    saved = os.dup(0)
+    os.dup2(quiet, 0)
+    os.close(quiet)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, held):
+            os.close(fd)
 
 
 def result_data(name: str, result: Any) -> dict:

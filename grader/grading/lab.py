@@ -152,9 +152,10 @@ class Lab:
 
     # --- calls into the student's code ----------------------------------------------------------
 
-    def tool(self, name: str, **args: Any) -> Result:
-        """Call a tool through the student's registry, as the model would."""
-        data = self._ask("tool", name=name, args=args, cwd=str(self.tmp))
+    def tool(self, name: str, open_stdin: bool = False, **args: Any) -> Result:
+        """Call a tool through the student's registry, as the model would; `open_stdin`: with the worker's stdin a pipe
+        that stays open (a command that inherits it would wait on it), not /dev/null."""
+        data = self._ask("tool", name=name, args=args, cwd=str(self.tmp), **({"open_stdin": True} if open_stdin else {}))
         text, is_error = (data.get("text"), data.get("is_error")) if isinstance(data, dict) else (None, None)
         expect(type(text) is str and type(is_error) is bool,
                f"{name} should return a result with .text (a str) and .is_error (a bool), got {excerpt(data, 200)}")
@@ -170,13 +171,13 @@ class Lab:
         expect(result.is_error, f"{name}({_args(args)}) should be an is_error result, but it succeeded with {excerpt(result.text)}")
         return result
 
-    def timed(self, name: str, **args: Any) -> tuple[Result, Lap]:
+    def timed(self, name: str, open_stdin: bool = False, **args: Any) -> tuple[Result, Lap]:
         """A tool call, and how long it took: a Lap (grader.grading.stopwatch) that also says how much of that time the
         machine held the code back, so that `lap.late(seconds)` blames the code only for its own slowness."""
         from grader.grading.stopwatch import Stopwatch
 
         watch = Stopwatch(self._clock)
-        result = self.tool(name, **args)
+        result = self.tool(name, open_stdin, **args)
         return result, watch.lap()
 
     def measure(self, name: str, **args: Any) -> tuple[Result, int]:

@@ -69,13 +69,15 @@ def tail_lines(lab: Lab) -> None:
 
 @check("bash.tail-bytes")
 def tail_bytes(lab: Lab) -> None:
-    width = random.choice([64, 100, 128, 160])  # bytes a line, newline included
+    width = random.choice([63, 99, 130, 170])  # bytes a line, newline included; none divides 51,200: the cap falls mid-line
     keep = CAP_BYTES // width
     output = parse(lab.ok("bash", command=f"for i in $(seq 1 1000); do printf '%0{width - 1}d\\n' $i; done"))
     kept = output.body.split("\n")
     try:
-        expect(len(kept) == keep and all(len(line) == width - 1 for line in kept),
-               f"1000 lines of {width} bytes under a 51,200-byte cap: expected the last {keep} whole lines, got {len(kept)}")
+        broken = next((line for line in kept if len(line) != width - 1), None)
+        expect(len(kept) == keep and broken is None,
+               f"1000 lines of {width} bytes under a 51,200-byte cap: expected the last {keep} whole lines, got {len(kept)}"
+               + (f", one of them {len(broken)} characters long, not {width - 1}: {excerpt(broken, 20)}" if broken is not None else ""))
         expect(kept[0].lstrip("0") == str(1001 - keep) and kept[-1].lstrip("0") == "1000",
                f"the lines kept should be the last ones, {1001 - keep} to 1000; got {excerpt(kept[0].lstrip('0'), 20)} to {excerpt(kept[-1].lstrip('0'), 20)}")
         expect_spill(lab, output, 1001 - keep, 1000, "50.0KB")
@@ -118,7 +120,7 @@ def bash_not_sh(lab: Lab) -> None:
 @check("bash.stdin-closed")
 def stdin_closed(lab: Lab) -> None:
     token = f"eof-{random.randint(1000, 9999)}"
-    result, took = lab.timed("bash", command=f"cat; read -r line || echo {token}", timeout=5)
+    result, took = lab.timed("bash", open_stdin=True, command=f"cat; read -r line || echo {token}", timeout=5)
     if parse(result).body != token:
         took.excuse(5)  # held back 5 s by the machine, the command may never have had a CPU before its timeout
     expect(parse(result).body == token, f"a command that reads stdin should see end-of-input at once (stdin closed) and print {token}; "
@@ -166,6 +168,11 @@ def background(lab: Lab) -> None:
     result, took = lab.timed("bash", command="sleep 30 & echo started", timeout=20)
     expect(parse(result).body == "started" and not result.is_error, f"expected 'started', got {excerpt(result.text)}")
     expect(not took.late(5), f"a command that leaves `sleep 30 &` behind should return when bash exits; it took {took.wall:.1f} s")
+    token = f"hi-{random.randint(1000, 9999)}"
+    result, took = lab.timed("bash", command=f"(while :; do echo tick; sleep 0.2; done) & echo {token}", timeout=20)
+    expect(token in parse(result).body.split("\n"), f"expected {token!r} on a line of its own among the output, got {excerpt(result.text)}")
+    expect(not took.late(6), "a command that leaves a job behind that keeps printing should return when bash exits, after "
+                             f"reading what is left for a second at most; it took {took.wall:.1f} s")
 
 
 @check("bash.drain-after-exit")
