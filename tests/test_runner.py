@@ -1,6 +1,7 @@
 """The grader survives whatever student code does: loops, exits, crashes, floods, syntax errors, a hang at import."""
 from __future__ import annotations
 
+import pytest
 
 from grader.course import kit
 from grader.grading.runner import run_checks, run_suite
@@ -66,7 +67,8 @@ def test_a_machine_too_busy_to_finish_is_an_error_that_asks_for_a_rerun(workspac
     assert outcome.busy
 
 
-def test_code_that_lowered_its_own_priority_is_never_a_busy_machine(workspace, monkeypatch):
+@pytest.mark.parametrize("lower", ["os.nice(10)", "open('/proc/self/autogroup', 'w').write('19')"], ids=["nice", "autogroup"])
+def test_code_that_lowered_its_own_priority_is_never_a_busy_machine(workspace, monkeypatch, lower):
     """Attack wave 3: at a lowered priority (nice, SCHED_IDLE) a loop waits in the run queue like code on a busy
     machine. bwrap refuses the call (grader.grading.backends.seccomp); the process sandbox's clock sees it."""
     import time
@@ -75,7 +77,7 @@ def test_code_that_lowered_its_own_priority_is_never_a_busy_machine(workspace, m
     monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)  # starved of CPU, as at a lowered priority
     monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
     root = workspace(1)
-    _break_read(root, "import os, time\n\ndef run(cwd, path, offset=1, limit=None):\n    os.nice(10)\n    time.sleep(600)\n")
+    _break_read(root, f"import os, time\n\ndef run(cwd, path, offset=1, limit=None):\n    {lower}\n    time.sleep(600)\n")
     [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)
     assert outcome.status == "timeout" and "a priority the code lowered itself" in outcome.message, outcome
     assert "rover/tools/read.py line" in outcome.message and not outcome.busy

@@ -29,6 +29,7 @@ LEFT_OUT = {".git", ".venv", "venv", "node_modules", "__pycache__", ".pytest_cac
 KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "WORKSHOP_LINUX_EXTRAS", "WORKSHOP_WORKER_START")
 STATUSES = {"passed", "failed", "error", "timeout"}
 BUSY = "too busy"  # in the message of a check the machine could not finish (SPEC 9): graded again, once
+LOST_DISK = "the disk holding the run folder lost"  # a run stopped for disk it cannot see (a classmate's?): again, once
 # The grader as this interpreter imports it, never a `grader/` the workspace (the process's cwd) could hold.
 BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); "
         "sys.argv[0] = 'workshop'; from grader.cli import run; run()")
@@ -55,7 +56,8 @@ def grade_student(workspace: Path, lesson: int, folder: Path, token: str, timeou
         copy = folder / f"workspace-{attempt}"
         private_copy(workspace, copy)
         graded = _run_check(copy, lesson, folder, f"{token}-{attempt}", timeout, sandbox, user)
-        if not any(outcome.status == "error" and BUSY in outcome.message for outcome in graded.outcomes):
+        if not any(outcome.status == "error" and (BUSY in outcome.message or LOST_DISK in outcome.message)
+                   for outcome in graded.outcomes):
             break
     return graded
 

@@ -152,14 +152,14 @@ class Clock:
             self._check_disk(self.tree() if self.tree else [], fresh=True)
 
     def _check_disk(self, procs: list, fresh: bool = False) -> None:
+        over = self.disk.over(procs, self.mine, fresh) if self.disk is not None else None
+        if over:  # first: files the walk sees are named, and their owner's alone
+            processes.kill_tree([proc.pid for proc in procs])
+            raise DiskExceeded(*over)
         hidden = self.disk.hidden() if self.disk is not None else None
         if hidden:
             processes.kill_tree([proc.pid for proc in procs])
             raise HiddenDisk(hidden)
-        over = self.disk.over(procs, self.mine, fresh) if self.disk is not None else None
-        if over:
-            processes.kill_tree([proc.pid for proc in procs])
-            raise DiskExceeded(*over)
 
     def waited(self) -> float | None:
         """Seconds the tree's processes have waited in a run queue for a CPU since begin() (Linux; None elsewhere): how

@@ -162,15 +162,42 @@ def runnable(procs: list) -> bool:
 
 
 def lowered(procs: list) -> bool:
-    """Did any of them lower its own priority below the grader's (a higher nice; on Linux, SCHED_IDLE or SCHED_BATCH)?
-    Its waits for a CPU are then its own doing, not the machine's."""
+    """Did any of them lower its own priority below the grader's (a higher nice; on Linux, any thread's nice or
+    SCHED_IDLE/SCHED_BATCH, or its autogroup's nice)? Its waits for a CPU are then its own doing, not the machine's."""
     psutil, ours = _psutil(), os.getpriority(os.PRIO_PROCESS, 0)
-    polite = {getattr(os, name) for name in ("SCHED_IDLE", "SCHED_BATCH") if hasattr(os, name)}
     for proc in procs:
         try:
-            if proc.nice() > ours or (polite and hasattr(os, "sched_getscheduler") and os.sched_getscheduler(proc.pid) in polite):
+            if proc.nice() > ours or _lowered_on_linux(proc.pid, ours):
                 return True
         except (psutil.Error, OSError):
+            pass
+    return False
+
+
+def _autogroup_nice(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/autogroup") as said:
+            return int(said.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _lowered_on_linux(pid: int, ours: int) -> bool:
+    if not hasattr(os, "sched_getscheduler"):
+        return False
+    polite = {os.SCHED_IDLE, os.SCHED_BATCH}
+    theirs = _autogroup_nice(pid)  # "/autogroup-N nice K": writable by the process itself
+    if theirs is not None and theirs > max(0, _autogroup_nice(os.getpid()) or 0):
+        return True
+    try:
+        threads = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return False
+    for tid in threads:
+        try:
+            if os.getpriority(os.PRIO_PROCESS, tid) > ours or os.sched_getscheduler(tid) in polite:
+                return True
+        except OSError:
             pass
     return False
 

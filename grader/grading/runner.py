@@ -191,7 +191,8 @@ class _Run:
                     self.results.put(Outcome(check, "error", _cut(f"no worker to run it: {lost}")))
                     continue
                 except MemoryExceeded as hoard:  # its import filled its folders, or used too much memory
-                    self.results.put(Outcome(check, "failed", _cut(f"a fresh worker's import of rover: {hoard}")))
+                    status = "error" if isinstance(hoard, HiddenDisk) else "failed"  # whose, unknown: never a failure
+                    self.results.put(Outcome(check, status, _cut(f"a fresh worker's import of rover: {hoard}")))
                     if getattr(hoard, "shared", False):
                         self.stopped_by = f"the run stopped at {check.id}: {hoard}"
                     continue

@@ -3,7 +3,8 @@
 Each lets code hold disk or memory the grader's looks cannot count, or hide an endless loop behind a busy machine:
 `fallocate` reserves gigabytes in one call past the 128 MiB file-size limit; `memfd_create` and SysV `shmget` hold
 memory no process maps; lowering one's own priority (`setpriority`, `sched_setscheduler`, `sched_setattr`) makes a
-loop wait in the run queue, which the clock counts as the machine's fault. They fail with an error, as on a system
+loop wait in the run queue, which the clock counts as the machine's fault; io_uring would make the same calls
+(a fallocate among them) where no filter sees them. They fail with an error, as on a system
 without them: glibc's `posix_fallocate` then writes the file (bounded by the size limit), `nice` warns and runs the
 command anyway. Another architecture's calls (x32, i386 on x86_64) are refused whole.
 """
@@ -18,12 +19,15 @@ _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _LOAD, _JEQ, _JGE, _RETURN = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
 _X32 = 0x40000000
 REFUSED = {"fallocate": errno.EOPNOTSUPP, "memfd_create": errno.ENOSYS, "shmget": errno.ENOSYS,
-           "setpriority": errno.EPERM, "sched_setscheduler": errno.EPERM, "sched_setattr": errno.EPERM}
+           "setpriority": errno.EPERM, "sched_setscheduler": errno.EPERM, "sched_setattr": errno.EPERM,
+           "io_uring_setup": errno.ENOSYS, "io_uring_enter": errno.ENOSYS, "io_uring_register": errno.ENOSYS}
 _ARCHES = {  # AUDIT_ARCH_*, and the calls' numbers there
     "x86_64": (0xC000003E, {"fallocate": 285, "memfd_create": 319, "shmget": 29, "setpriority": 141,
-                            "sched_setscheduler": 144, "sched_setattr": 314}),
+                            "sched_setscheduler": 144, "sched_setattr": 314,
+                            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}),
     "aarch64": (0xC00000B7, {"fallocate": 47, "memfd_create": 279, "shmget": 194, "setpriority": 140,
-                             "sched_setscheduler": 119, "sched_setattr": 274}),
+                             "sched_setscheduler": 119, "sched_setattr": 274,
+                             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}),
 }
 
 
