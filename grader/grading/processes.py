@@ -8,7 +8,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from grader.grading.backends.linux_proc import child_pids, held_memory, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
+from grader.grading.backends.linux_proc import child_pids, held_memory, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
 
 
 def _psutil():
@@ -167,37 +167,9 @@ def lowered(procs: list) -> bool:
     psutil, ours = _psutil(), os.getpriority(os.PRIO_PROCESS, 0)
     for proc in procs:
         try:
-            if proc.nice() > ours or _lowered_on_linux(proc.pid, ours):
+            if proc.nice() > ours or lowered_on_linux(proc.pid, ours):
                 return True
         except (psutil.Error, OSError):
-            pass
-    return False
-
-
-def _autogroup_nice(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/autogroup") as said:
-            return int(said.read().split()[-1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _lowered_on_linux(pid: int, ours: int) -> bool:
-    if not hasattr(os, "sched_getscheduler"):
-        return False
-    polite = {os.SCHED_IDLE, os.SCHED_BATCH}
-    theirs = _autogroup_nice(pid)  # "/autogroup-N nice K": writable by the process itself
-    if theirs is not None and theirs > max(0, _autogroup_nice(os.getpid()) or 0):
-        return True
-    try:
-        threads = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return False
-    for tid in threads:
-        try:
-            if os.getpriority(os.PRIO_PROCESS, tid) > ours or os.sched_getscheduler(tid) in polite:
-                return True
-        except OSError:
             pass
     return False
 

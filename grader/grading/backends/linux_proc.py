@@ -102,3 +102,33 @@ def child_pids(pid: int) -> list[int] | None:
 @functools.cache
 def _children_files() -> bool:
     return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def lowered_on_linux(pid: int, ours: int) -> bool:
+    """Did the process lower its priority where psutil does not look: a thread's nice or policy (SCHED_IDLE, SCHED_BATCH),
+    or its autogroup's nice (/proc/PID/autogroup, which a process may write for itself)?"""
+    if not hasattr(os, "sched_getscheduler"):
+        return False
+    theirs = _autogroup_nice(pid)
+    if theirs is not None and theirs > max(0, _autogroup_nice(os.getpid()) or 0):
+        return True
+    try:
+        threads = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return False
+    polite = {os.SCHED_IDLE, os.SCHED_BATCH}
+    for tid in threads:
+        try:
+            if os.getpriority(os.PRIO_PROCESS, tid) > ours or os.sched_getscheduler(tid) in polite:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _autogroup_nice(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/autogroup") as said:  # "/autogroup-N nice K"
+            return int(said.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
