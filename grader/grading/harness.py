@@ -74,10 +74,8 @@ def _tool(request: dict) -> dict:
     if request.get("settle"):  # before a measured call: hand freed memory back, so the peak is the call's own
         _settle_memory()
         return {}
-    if request.get("open_stdin"):
-        with _stdin_left_open():
-            return result_data(request["name"], execute(request["name"], request["args"], Path(request["cwd"])))
-    return result_data(request["name"], execute(request["name"], request["args"], Path(request["cwd"])))
+    with _stdin_left_open() if request.get("open_stdin") else contextlib.nullcontext():
+        return result_data(request["name"], execute(request["name"], request["args"], Path(request["cwd"])))
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
 import struct
 
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
@@ -37,7 +36,7 @@ def _op(code: int, k: int, true: int = 0, false: int = 0) -> bytes:
 
 def program(machine: str | None = None) -> bytes | None:
     """The filter for this machine's architecture (None where its numbers are not known here: no filter)."""
-    known = _ARCHES.get(machine or platform.machine())
+    known = _ARCHES.get(machine or os.uname().machine)  # not `platform`: 2 ms to import, on every grading
     if known is None:
         return None
     arch, numbers = known
