@@ -119,19 +119,3 @@ def test_disk_lost_where_no_walk_sees_it_stops_the_run_as_an_error(folder, monke
         clock.last_look()
     assert stopped.value.shared
 
-
-def test_a_last_look_walks_again_only_if_the_file_system_grew_past_the_room_left(folder, monkeypatch):
-    from grader.grading import folder_caps
-
-    walks = []
-    monkeypatch.setattr(folder_caps, "measure", lambda *args: walks.append(1) or folder_caps.Size())
-    clock = Clock(10).begin().watching(folder.disk, {"check-1"})
-    clock.check()  # not yet a look
-    folder.disk.size()  # a walk, as a look makes
-    used = folder_caps._used(folder.disk.path)
-    monkeypatch.setattr(folder_caps, "_used", lambda path: used)  # nothing written since
-    clock.last_look()
-    assert len(walks) == 1, "nothing grew: the last walk's figures stand"
-    monkeypatch.setattr(folder_caps, "_used", lambda path: (used[0] + folder.disk.bytes_cap + 1, used[1]))
-    clock.last_look()
-    assert len(walks) == 2, "the file system grew by more than the cap: walk again"

@@ -58,33 +58,20 @@ class DiskWatch:
         self._size, self._at, self._serves = Size(), -STALE, FRESH
         self._claimed: Counter = Counter()  # top-level names a running check's clock answers for
         self._free = _free(self.path)  # the file system's free bytes as the run began
-        self._used: tuple[int, int] | None = None  # the file system's used bytes and inodes as the last walk began
 
     def size(self, fresh: bool = False) -> Size:
         """The latest figures; a fresh walk if they are stale and no other clock is walking (never wait for one).
         `fresh`: walk now, after any walk under way (a last look, when the code's part is over)."""
         stale = time.monotonic() - self._at >= self._serves
-        if fresh and not stale and self._within_caps_since_walk():
-            return self._size
         if (fresh and self.lock.acquire()) or (stale and self.lock.acquire(blocking=False)):
             try:
-                started, self._used = time.monotonic(), _used(self.path)
+                started = time.monotonic()
                 fd = self.folder.fd  # -1 once the run folder is closed: nothing left to measure
                 self._size, self._at = (measure(fd, self.entries_cap) if fd >= 0 else Size()), time.monotonic()
                 self._serves = min(STALE, max(FRESH, SPARE * (self._at - started)))
             finally:
                 self.lock.release()
         return self._size
-
-    def _within_caps_since_walk(self) -> bool:
-        """Has the file system grown, since the last walk began, by less than that walk left under the caps? Then the
-        folder is still within them, and a last look needs no walk (one a check: 135 walks, 0.5 CPU s, per lesson-8 run).
-        Another program freeing space meanwhile could hide growth; the looks every POLL still walk."""
-        then, now = self._used, _used(self.path)
-        if then is None or now is None or not self._size.complete:
-            return False
-        return (self._size.bytes + now[0] - then[0] <= self.bytes_cap
-                and self._size.entries + now[1] - then[1] <= self.entries_cap)
 
     @contextmanager
     def claim(self, names):
@@ -149,15 +136,6 @@ def _free(path: str) -> int | None:
     except OSError:
         return None
     return found.f_bavail * found.f_frsize
-
-
-def _used(path: str) -> tuple[int, int] | None:
-    """The file system's used bytes and used inodes."""
-    try:
-        found = os.statvfs(path)
-    except OSError:
-        return None
-    return (found.f_blocks - found.f_bfree) * found.f_frsize, found.f_files - found.f_ffree
 
 
 @dataclass
