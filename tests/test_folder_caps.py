@@ -110,11 +110,18 @@ def test_disk_lost_where_no_walk_sees_it_stops_the_run_as_an_error(folder, monke
     from grader.grading import folder_caps
     from grader.grading.clocks import HiddenDisk
 
-    folder.disk._free = 100 << 30
-    monkeypatch.setattr(folder_caps, "_free", lambda path: (100 << 30) - (1 << 30))  # 1 GiB gone: within HIDDEN
+    from types import SimpleNamespace
+
+    def disk(free: int, size: int = 1000 << 30):
+        return lambda path: SimpleNamespace(f_bavail=free >> 12, f_frsize=4096, f_blocks=size >> 12)
+
+    folder.disk._free = 100 << 30  # a disk of 1,000 GiB: 10% free, nearly full
+    monkeypatch.setattr(folder_caps, "_statvfs", disk((100 << 30) - (1 << 30)))  # 1 GiB gone: within HIDDEN
     clock = Clock(10).begin().watching(folder.disk, {"check-1"})
     clock.last_look()
-    monkeypatch.setattr(folder_caps, "_free", lambda path: (100 << 30) - (3 << 30))
+    monkeypatch.setattr(folder_caps, "_statvfs", disk((100 << 30) - (3 << 30), size=200 << 30))  # gone, but room to spare
+    clock.last_look()
+    monkeypatch.setattr(folder_caps, "_statvfs", disk((100 << 30) - (3 << 30)))
     with pytest.raises(HiddenDisk, match="lost 3,072 MB during the run") as stopped:
         clock.last_look()
     assert stopped.value.shared

@@ -33,6 +33,7 @@ FRESH = 0.2  # seconds a walk's figures serve every clock at least (lanes poll a
 STALE = 1.0  # ... and at most: on a loaded machine a walk is slow, and its figures serve SPARE times its own length
 SPARE = 20  # so the walks take at most 1/SPARE of one core
 HIDDEN = 2 << 30  # disk the folder's file system may lose during a run beyond what the walks find (see DiskWatch.hidden)
+NEARLY_FULL = 0.1  # ... once its free space is under this share of it (or under HIDDEN)
 NAMES = {"check": "the check's folder", "temp": "its TMPDIR", "tmp": "its TMPDIR", "home": "its HOME",
          "scratch": "its working folder"}
 
@@ -104,14 +105,17 @@ class DiskWatch:
         return self._say(size, deleted, heaviest), shared and heaviest not in mine
 
     def hidden(self) -> str | None:
-        """None, unless the file system lost more than HIDDEN bytes since the run began beyond what the run folder holds:
-        files the walk cannot see, deleted but still held (an fd passed through a socket, a mapping), or another
-        program's writes. The whole run stops, as an error rather than a failure: whose they are is not known."""
-        free = _free(self.path)
-        if free is None or self._free is None:
+        """None, unless the file system lost more than HIDDEN bytes since the run began beyond what the run folder holds
+        (files the walk cannot see, deleted but still held: an fd passed through a socket, a mapping; or another
+        program's writes) and is nearly full. The whole run stops, as an error rather than a failure: whose they are is
+        not known. Nearly full only: another program writing gigabytes (a download, a classmate's grading, the kit's
+        own tests in parallel) must not stop a run on a disk with room to spare; the harm is a full disk."""
+        found = _statvfs(self.path)
+        if found is None or self._free is None:
             return None
+        free = found.f_bavail * found.f_frsize
         lost = self._free - free - self._size.bytes
-        if lost <= HIDDEN:
+        if lost <= HIDDEN or free > max(HIDDEN, NEARLY_FULL * found.f_blocks * found.f_frsize):
             return None
         return (f"the disk holding the run folder lost {lost / (1 << 20):,.0f} MB during the run beyond the run folder's own "
                 f"files (allowed: {HIDDEN >> 20:,} MB): files deleted but still held where the grader cannot count them, "
@@ -130,12 +134,16 @@ class DiskWatch:
         return f"{what}; most in {where}. Its processes were stopped: does it write in a loop, or keep files it no longer needs?"
 
 
-def _free(path: str) -> int | None:
+def _statvfs(path: str) -> os.statvfs_result | None:
     try:
-        found = os.statvfs(path)
+        return os.statvfs(path)
     except OSError:
         return None
-    return found.f_bavail * found.f_frsize
+
+
+def _free(path: str) -> int | None:
+    found = _statvfs(path)
+    return None if found is None else found.f_bavail * found.f_frsize
 
 
 @dataclass
