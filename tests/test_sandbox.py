@@ -494,7 +494,10 @@ def test_a_spawned_workers_own_import_is_measured_and_only_its_check_is_blamed(w
     done, took, left, _ = grade_hostile(workspace, tmp_path, FIXTURES / "hostile" / "flood_in_worker.py",
                                         extra_env={"WORKSHOP_WORKER_START": "spawn"})
     report = json.loads(done.stdout)
-    unpassed = [entry for entry in report["checks"] if entry["status"] != "passed"]
-    assert len(unpassed) == 1 and unpassed[0]["status"] == "failed", unpassed
-    assert "a fresh worker's import of rover" in unpassed[0]["message"] and "MB" in unpassed[0]["message"], unpassed[0]
+    failed = [entry for entry in report["checks"] if entry["status"] in ("failed", "timeout")]
+    assert len(failed) == 1, [(entry["id"], entry["message"][:160]) for entry in failed]
+    assert "a fresh worker's import of rover" in failed[0]["message"] and "MB" in failed[0]["message"], failed[0]
+    # on a loaded machine another fresh worker may be slow to start while the flood is written: an error, no blame
+    others = [entry for entry in report["checks"] if entry["status"] == "error"]
+    assert not any("MB" in entry["message"] for entry in others), [entry["message"][:160] for entry in others]
     assert left == NOTHING_LEFT
