@@ -97,7 +97,8 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
     env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home), "ANTHROPIC_API_KEY": CANARY_KEY,
            "WORKSHOP_TEST_LOG": str(log), "WORKSHOP_TEST_RESULTS": str(results), "WORKSHOP_TEST_TAG": tag,
            "WORKSHOP_TEST_CANARY": str(home / ".canary"), "WORKSHOP_TEST_PORT": str(listener.getsockname()[1]),
-           "WORKSHOP_BACKSTOP": "1000", **(extra_env or {})}  # only CPU budgets may end a check here, however busy the machine
+           "WORKSHOP_BACKSTOP": "1000", **dict(pair.split("=", 1) for pair in header(fixture, "env").split()),
+           **(extra_env or {})}  # only CPU budgets may end a check here, however busy the machine
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--lesson", str(lesson), "--gradescope", str(results)],
@@ -440,7 +441,7 @@ def test_the_process_fallback_says_so_on_screen_and_in_every_report(workspace, t
 
 
 HOLDS = """
-import ctypes, json, os, sys
+import ctypes, json, os, subprocess, sys, threading
 libc, out = ctypes.CDLL(None, use_errno=True), {}
 def attempt(name, call):
     try:
@@ -462,6 +463,19 @@ shm = os.open("/dev/shm/held", os.O_CREAT | os.O_RDWR)
 attempt("dev_shm_128MiB", lambda: os.posix_fallocate(shm, 0, 128 << 20))
 attempt("dev_null", lambda: os.write(os.open("/dev/null", os.O_WRONLY), b"x"))
 out["held_bytes"] = os.fstat(fd).st_blocks * 512
+numbers = {"x86_64": (272, 56, 435), "aarch64": (97, 220, 435)}[os.uname().machine]  # unshare, clone, clone3
+out["unshare"] = "ok" if libc.syscall(numbers[0], 0x10000000) == 0 else os.strerror(ctypes.get_errno())  # CLONE_NEWUSER
+out["clone_newuser"] = "ok" if libc.syscall(numbers[1], 0x10000000 | 17, 0, 0, 0, 0) >= 0 else os.strerror(ctypes.get_errno())
+out["clone3"] = "ok" if libc.syscall(numbers[2], 0, 0) >= 0 else os.strerror(ctypes.get_errno())
+out["unshare_mount_tmpfs"] = subprocess.run(["unshare", "-Urm", "mount", "-t", "tmpfs", "none", "/tmp"], capture_output=True).returncode
+child = os.fork()  # what the code may still do: fork, threads, commands (glibc falls back from clone3 to clone)
+if child == 0:
+    os._exit(7)
+thread = threading.Thread(target=lambda: out.setdefault("thread", "ran"))
+thread.start()
+thread.join()
+out["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+out["command"] = subprocess.run(["echo", "ran"], capture_output=True, text=True).stdout.strip()
 open(sys.argv[1], "w").write(json.dumps(out))
 """
 
@@ -469,7 +483,8 @@ open(sys.argv[1], "w").write(json.dumps(out))
 @pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
 def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_priority(tmp_path):
     """Attack wave 3: fallocate reserved 1.9 GiB in one call past the 128 MiB file limit; memfd, SysV shared memory
-    and an unbounded /dev/shm held RAM nothing counted; SCHED_IDLE made an endless loop look like a busy machine."""
+    and an unbounded /dev/shm held RAM nothing counted; SCHED_IDLE made an endless loop look like a busy machine.
+    Then `unshare -Urm` gave the code a mount namespace of its own, and in it a tmpfs of any size."""
     if boundary() != "bwrap":
         pytest.skip("bubblewrap cannot start here")
     from grader.grading.backends.bwrap import Bwrap
@@ -488,6 +503,10 @@ def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_prior
                "dev_shm_128MiB": "No space left on device"}
     assert {name: out[name] for name in refused} == refused
     assert out["posix_fallocate"] == out["dev_null"] == "ok" and out["held_bytes"] == 1 << 20
+    # attack wave 6: a user namespace of its own let the code mount a tmpfs no size bounds and no process holds
+    assert (out["unshare"], out["clone_newuser"], out["clone3"]) == ("Operation not permitted", "Operation not permitted", "Function not implemented")
+    assert out["unshare_mount_tmpfs"] != 0
+    assert (out["fork"], out["thread"], out["command"]) == (7, "ran", "ran")
 
 
 def test_a_spawned_workers_own_import_is_measured_and_only_its_check_is_blamed(workspace, tmp_path):
