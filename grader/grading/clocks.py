@@ -6,8 +6,9 @@ Three ways a clock runs out, each a CheckTimeout with its `kind`:
   wait   past the budget in wall time, the tree has been asleep for a while (not one tick of CPU, nothing runnable
          at any look; a starved tree on a busy machine still gets ticks): it waits forever;
   busy   the backstop: the tree kept wanting a CPU and the machine did not give it one (not the student's fault).
-The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes) and
-the run folder's size (DiskExceeded, grader.grading.folder_caps).
+The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes),
+the run folder's size (DiskExceeded, grader.grading.folder_caps) and what the machine holds for no process
+(HiddenDisk, HiddenMemory: grader.grading.hidden_memory).
 """
 from __future__ import annotations
 
@@ -57,8 +58,13 @@ class HiddenDisk(DiskExceeded):
         super().__init__(message, shared=True)
 
 
+class HiddenMemory(HiddenDisk):
+    """The machine's kernel-held memory grew far past what is allowed (grader.grading.hidden_memory): the same end."""
+
+
 class Clock:
     disk = None  # the run folder's watch (grader.grading.folder_caps), once `watching` is called
+    memory = None  # the machine's witness (grader.grading.hidden_memory), once `watching` is called
     mine: frozenset = frozenset()
 
     def __init__(self, budget: float, tree: Callable[[], list] | None = None, limit: int = TREE_MEMORY, own: tuple[int, ...] = ()):
@@ -124,7 +130,7 @@ class Clock:
             raise MemoryExceeded(f"the code's {used.processes} process(es) held {used.memory / (1 << 20):,.0f} MB together, "
                                  f"over the {self.limit / (1 << 20):,.0f} MB all of them may use: memory is counted over every "
                                  "process the code starts (forks included)")
-        self._check_disk(procs)
+        self._check_room(procs)
         cpu = used.cpu - (self._base or 0.0)
         if cpu > self.budget:
             raise CheckTimeout("cpu", cpu, _busiest(procs, self.own))
@@ -140,26 +146,29 @@ class Clock:
         if wall > self.budget * BACKSTOP:
             raise CheckTimeout(self._starved_or_asleep(procs, cpu, wall), cpu, _waiting_on(procs, self.own))
 
-    def watching(self, disk, mine=()) -> Clock:
-        """Also bound the run folder's size at each look; `mine`: the top-level folders this clock's check answers for."""
-        self.disk, self.mine = disk, frozenset(mine)
+    def watching(self, disk, mine=(), memory=None) -> Clock:
+        """Also bound the run folder's size at each look; `mine`: the top-level folders this clock's check answers for;
+        `memory`: the run's witness of memory no process holds."""
+        self.disk, self.mine, self.memory = disk, frozenset(mine), memory
         return self
 
     def last_look(self) -> None:
         """The code's part is over (the import, a check): its files are measured once more, so a flood written and
         finished between two looks (a fast run may have none) is still caught."""
-        if self.disk is not None:
-            self._check_disk(self.tree() if self.tree else [], fresh=True)
+        if self.disk is not None or self.memory is not None:
+            self._check_room(self.tree() if self.tree else [], fresh=True)
 
-    def _check_disk(self, procs: list, fresh: bool = False) -> None:
+    def _check_room(self, procs: list, fresh: bool = False) -> None:
+        """The run folder's caps, then the last witnesses: the disk's free space and the machine's memory."""
         over = self.disk.over(procs, self.mine, fresh) if self.disk is not None else None
         if over:  # first: files the walk sees are named, and their owner's alone
             processes.kill_tree([proc.pid for proc in procs])
             raise DiskExceeded(*over)
-        hidden = self.disk.hidden() if self.disk is not None else None
-        if hidden:
-            processes.kill_tree([proc.pid for proc in procs])
-            raise HiddenDisk(hidden)
+        for witness, stop in ((self.disk, HiddenDisk), (self.memory, HiddenMemory)):
+            hidden = witness.hidden() if witness is not None else None
+            if hidden:
+                processes.kill_tree([proc.pid for proc in procs])
+                raise stop(hidden)
 
     def waited(self) -> float | None:
         """Seconds the tree's processes have waited in a run queue for a CPU since begin() (Linux; None elsewhere): how

@@ -68,7 +68,7 @@ class Zygote:
     def imported(self, limit: float, stopping) -> dict:
         """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs.
         The clock is the CPU of the student's side (a busy machine slows an import down without making it the code's fault)."""
-        clock = Clock(limit, self.boundary.processes).begin().watching(self.run.disk)  # its files too: no folder of its own
+        clock = Clock(limit, self.boundary.processes).begin().watching(self.run.disk, memory=self.run.memory)  # its files too: no folder of its own
         answer = _decode_line(self._line(clock, stopping))
         if not isinstance(answer, dict) or len(answer.keys() & {"ok", "raised", "bad"}) != 1:
             raise WorkerLost(f"the import answered with something that is not an answer: {str(answer)[:80]}")
@@ -174,7 +174,7 @@ class Worker:
     def start(self, limit: float, stopping) -> None:
         """Wait for the worker to answer (forked, it has the rover imported already; spawned, it imports it now)."""
         mine = (self.scratch.name,)  # a spawned worker imports the rover again: its files are its own to answer for
-        clock = self.clock(limit).watching(self.zygote.run.disk, mine)
+        clock = self.clock(limit).watching(self.zygote.run.disk, mine, self.zygote.run.memory)
         with self.zygote.run.disk.claim(mine):
             answer = self.request("import", clock, stopping)
             clock.last_look()

@@ -33,8 +33,10 @@ class RunFolder:
         self.token = os.urandom(8).hex()
         self._numbers = itertools.count(1)  # next() on it is atomic: lanes make folders at once
         from grader.grading.folder_caps import DiskWatch
+        from grader.grading.hidden_memory import MemoryWitness
 
         self.disk = DiskWatch(self)  # the caps on what it holds, shared by every clock of the run
+        self.memory = MemoryWitness()  # the machine's memory as the run began: what no process holds is watched too
 
     def folder(self, kind: str) -> Path:
         path = self.path / f"{kind}-{next(self._numbers)}"

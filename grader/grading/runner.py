@@ -121,6 +121,8 @@ class _Run:
             where = self.zygote.stuck_at()
             cause = (BUSY.replace("this check", "importing it") if late.kind == "busy" else
                      f"importing it took over {IMPORT_LIMIT:g} s{', stuck in ' + where if where else ''}: an endless loop, deep recursion or a wait at import?")
+        except HiddenDisk as lost:  # disk or memory the machine lost where no count sees: whose, unknown
+            cause = f"while it was imported, {lost}"
         except MemoryExceeded as hoard:
             cause = f"importing it {'filled its folders' if isinstance(hoard, DiskExceeded) else 'used too much memory'}: {hoard}"
         except WorkerLost as lost:
@@ -226,7 +228,7 @@ class _Run:
     def _judge(self, check: Check, worker: Worker) -> Outcome:
         tmp, temp = self.folder.pinned("check"), self.folder.pinned("temp")
         started = time.monotonic()
-        clock = worker.clock(self.time_limit).watching(self.folder.disk, mine := (tmp.path.name, temp.path.name, worker.scratch.name))
+        clock = worker.clock(self.time_limit).watching(self.folder.disk, mine := (tmp.path.name, temp.path.name, worker.scratch.name), self.folder.memory)
         lab = Lab(self.workspace, tmp, worker, clock, self.stopping, temp=temp)
         try:
             with self.folder.disk.claim(mine):

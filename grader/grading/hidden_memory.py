@@ -1,0 +1,94 @@
+"""Memory the kernel holds for the student's code where no process shows it: the machine's own figures as a last witness.
+
+A process's count (PSS: grader.grading.processes) sees what the process maps. Socket buffers (a socketpair holds
+megabytes its reader never reads), pipe buffers and a tmpfs's files belong to no process: 128 socketpairs hold 1 GiB
+that no tree's count includes. /proc/meminfo does see it, machine-wide: memory in use that is neither a process's
+anonymous pages nor reclaimable cache grows by what they hold (measured: 1,027 MiB for 1 GiB of socket buffers,
+448 MiB for 448 MiB of pipes).
+
+Whose it is, the figures cannot say (another program, a classmate's run grading beside this one), so, like the disk's
+witness (grader.grading.folder_caps), a run past it stops as an error, never a failure. It stops when the run has
+seen HIDDEN more of it and the machine is running low, or when it has seen CEILING more whatever is left: the harm is
+a machine out of memory, and a desktop's own use must not stop a run on a machine with room to spare.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+HIDDEN = int(os.environ.get("WORKSHOP_HIDDEN_MEMORY", 1 << 30))  # bytes of kernel-held memory a run may add, on a machine running low
+CEILING = 4 * HIDDEN  # ... and on any machine
+LOST = "the machine's memory held by no process grew by"  # how the stop begins (class grade grades such a row again)
+LOW = 0.1  # a machine is running low once what it has available is under this share of it (or under HIDDEN)
+FRESH = 0.2  # seconds one reading of the machine's figures serves every clock of the run
+
+
+class MemoryWitness:
+    """The machine's kernel-held memory as the run began, and the judgement on it at each look."""
+
+    def __init__(self) -> None:
+        found = meminfo()
+        self._start = None if found is None else kernel_held(found)
+        self._said: str | None = None
+        self._at = -FRESH
+
+    def hidden(self) -> str | None:
+        """None, unless the kernel holds more than the limits allow beyond what it held as the run began (figures read
+        at most every FRESH seconds: every lane's clock asks at each look)."""
+        if self._start is None or time.monotonic() - self._at < FRESH:
+            return self._said
+        found = meminfo()
+        self._said, self._at = (None if found is None else self._judge(found)), time.monotonic()
+        return self._said
+
+    def _judge(self, found: dict[str, int]) -> str | None:
+        lost, available = kernel_held(found) - self._start, found["MemAvailable"]
+        low = available < max(HIDDEN, LOW * found["MemTotal"])
+        if lost <= HIDDEN or (lost <= CEILING and not low):
+            return None
+        allowed = f"allowed: {HIDDEN >> 20:,} MB, with {available >> 20:,} MB left" if low else f"allowed: {CEILING >> 20:,} MB"
+        return (f"{LOST} {lost >> 20:,} MB during the run ({allowed}): socket or pipe buffers filled and never read, or "
+                "another program's; the run was stopped")
+
+
+def kernel_held(figures: dict[str, int]) -> int:
+    """Memory in use that is no process's anonymous memory and no cache the kernel could drop: socket and pipe
+    buffers, tmpfs files, unreclaimable kernel objects (bytes)."""
+    cache = figures["Buffers"] + figures["Cached"] - figures["Shmem"] + figures["SReclaimable"]
+    return figures["MemTotal"] - figures["MemFree"] - cache - figures["AnonPages"]
+
+
+def meminfo() -> dict[str, int] | None:
+    """Linux's /proc/meminfo in bytes, the per-CPU lists' free pages counted as free and available; None elsewhere (or
+    where a figure this module needs is missing)."""
+    try:
+        with open("/proc/meminfo", "rb") as source:
+            text = source.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    figures = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        parts = value.split()
+        if parts and parts[0].isdigit():
+            figures[name] = int(parts[0]) << 10
+    needed = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Shmem", "SReclaimable", "AnonPages")
+    if not all(name in figures for name in needed):
+        return None
+    spare = _per_cpu_free()
+    figures["MemFree"] += spare
+    figures["MemAvailable"] += spare
+    return figures
+
+
+def _per_cpu_free() -> int:
+    """Free pages the kernel keeps on per-CPU lists (/proc/zoneinfo's pagesets), which MemFree leaves out: a newer
+    kernel tunes those lists to what was freed lately (1.1 GiB of 24 here), so without them a run that took its memory
+    from them would seem to hold none, and one that gave some back to them, to hold it still."""
+    try:
+        with open("/proc/zoneinfo", "rb") as source:
+            text = source.read().decode("ascii", "replace")
+    except OSError:
+        return 0
+    pages = sum(int(line.split()[1]) for line in text.splitlines() if line.lstrip().startswith("count:"))
+    return pages * os.sysconf("SC_PAGE_SIZE")
