@@ -305,3 +305,45 @@ def test_a_grader_package_in_the_workspace_cannot_stand_in_for_the_kit(workspace
     (root / "grader" / "cli.py").write_text(f"import json\ndef main():\n    print(json.dumps({forged!r}))\n")
     [student] = bulk.run_class([str(root)], lesson=1).students
     assert student.graded and student.score == 0 and not student.passed
+
+
+def test_a_row_stopped_for_memory_no_count_could_pin_is_graded_again_alone_after_the_class(workspace, tmp_path, monkeypatch):
+    """One student's socket buffers trip every classmate's witness of memory held by no process (and a classmate who
+    hides disk, the disk's): each such row is graded once more after the class, with no run beside it, so what its
+    witnesses see then is its own."""
+    import threading
+    import time
+
+    from grader.classroom import student_run
+    from grader.grading.hidden_memory import LOST
+    from grader.grading.runner import Outcome
+
+    check = kit.lesson(0).checks[0]
+    tripped = Outcome(check, "error", f"{LOST} 5,000 MB during the run (allowed: 4,096 MB): socket or pipe buffers ...")
+    running, calls, lock = set(), [], threading.Lock()
+
+    def fake_run(copy, lesson, folder, token, timeout, sandbox, user=None):
+        run = copy.parent.name  # student-N-attempt; student 0 hoards
+        with lock:
+            calls.append((run, len(running)))
+            running.add(run)
+        time.sleep(0.2)  # the three first runs overlap: three rows, three jobs
+        with lock:
+            running.discard(run)
+        alone = all(beside == 0 for name, beside in calls if name == run) and not running
+        hoards = run.startswith("student-0-")
+        return student_run.Graded(lesson, [tripped if hoards or not alone else Outcome(check, "passed")], None, 0.2, 0.1)
+
+    monkeypatch.setattr(student_run, "_run_check", fake_run)
+    monkeypatch.setattr(student_run, "private_copy", lambda source, target: target.mkdir())
+    root = workspace(0)  # never copied: the fake run grades nothing
+    students = [bulk.Student(f"s{index}", "here", root, 0) for index in range(3)]
+    (scratch := tmp_path / "scratch").mkdir()
+    shown = []
+    bulk.grade_all(students, scratch, "bwrap", jobs=3, progress=shown.append)
+    assert [student.outcomes[0].status for student in students] == ["error", "passed", "passed"]
+    again = calls[3:]
+    assert sorted(name for name, _ in again) == ["student-0-2", "student-1-2", "student-2-2"] and len(calls) == 6
+    assert all(beside == 0 for _, beside in again), "graded again one at a time"
+    assert sorted(student.name for student in shown) == ["s0", "s1", "s2"], "one line a row, once graded for good"
+    assert not os.listdir(scratch)

@@ -21,15 +21,18 @@ from pathlib import Path
 
 from grader.classroom.cleanup import MARK, end_processes, give, kill_group
 from grader.course import kit
+from grader.grading.hidden_memory import LOST as LOST_MEMORY
 from grader.grading.runner import Outcome
 
 OUTPUT_LIMIT = 16 << 20  # bytes of JSON a grading process may print
 COPY_FILES, COPY_BYTES, COPY_DEPTH = 10_000, 200 << 20, 40  # what a private copy of one workspace may hold
 LEFT_OUT = {".git", ".venv", "venv", "node_modules", "__pycache__", ".pytest_cache", ".mypy_cache"}
-KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "WORKSHOP_LINUX_EXTRAS", "WORKSHOP_WORKER_START")
+KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "WORKSHOP_LINUX_EXTRAS", "WORKSHOP_WORKER_START",
+            "WORKSHOP_HIDDEN_MEMORY")
 STATUSES = {"passed", "failed", "error", "timeout"}
 BUSY = "too busy"  # in the message of a check the machine could not finish (SPEC 9): graded again, once
 LOST_DISK = "the disk holding the run folder lost"  # a run stopped for disk it cannot see (a classmate's?): again, once
+LOST = (LOST_DISK, LOST_MEMORY)  # ... or for memory no process holds (grader.grading.hidden_memory)
 # The grader as this interpreter imports it, never a `grader/` the workspace (the process's cwd) could hold.
 BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); "
         "sys.argv[0] = 'workshop'; from grader.cli import run; run()")
@@ -49,17 +52,24 @@ class Graded:
 
 
 def grade_student(workspace: Path, lesson: int, folder: Path, token: str, timeout: float, sandbox: str | None,
-                  user: tuple[int, int] | None = None) -> Graded:
-    """Grade `workspace` as `lesson` in `folder` (the student's own, removed by the caller); busy results run twice.
-    With `user` (uid, gid: the autograder, as root) the copy is theirs and the grading runs as them."""
-    for attempt in (1, 2):
+                  user: tuple[int, int] | None = None, attempts: tuple[int, ...] = (1, 2)) -> Graded:
+    """Grade `workspace` as `lesson` in `folder` (the student's own, removed by the caller); a doubtful result (see
+    `doubtful`) runs again, once, unless `attempts` holds one. With `user` (uid, gid: the autograder, as root) the copy
+    is theirs and the grading runs as them."""
+    for attempt in attempts:
         copy = folder / f"workspace-{attempt}"
         private_copy(workspace, copy)
         graded = _run_check(copy, lesson, folder, f"{token}-{attempt}", timeout, sandbox, user)
-        if not any(outcome.status == "error" and (BUSY in outcome.message or LOST_DISK in outcome.message)
-                   for outcome in graded.outcomes):
+        if not doubtful(graded):
             break
     return graded
+
+
+def doubtful(graded: Graded) -> bool:
+    """A run the machine spoiled, not the code: too busy to finish a check, or stopped for disk or memory that no count
+    of this run's could pin on it (another run's beside it, or another program's)."""
+    return any(outcome.status == "error" and (BUSY in outcome.message or any(lost in outcome.message for lost in LOST))
+               for outcome in graded.outcomes)
 
 
 def private_copy(source: Path, target: Path) -> None:
