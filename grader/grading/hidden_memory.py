@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import time
 
+from grader.grading.backends.linux_proc import meminfo
+
 HIDDEN = int(os.environ.get("WORKSHOP_HIDDEN_MEMORY", 1 << 30))  # bytes of kernel-held memory a run may add, on a machine running low
 CEILING = 4 * HIDDEN  # ... and on any machine
 LOST = "the machine's memory held by no process grew by"  # how the stop begins (class grade grades such a row again)
@@ -56,39 +58,3 @@ def kernel_held(figures: dict[str, int]) -> int:
     buffers, tmpfs files, unreclaimable kernel objects (bytes)."""
     cache = figures["Buffers"] + figures["Cached"] - figures["Shmem"] + figures["SReclaimable"]
     return figures["MemTotal"] - figures["MemFree"] - cache - figures["AnonPages"]
-
-
-def meminfo() -> dict[str, int] | None:
-    """Linux's /proc/meminfo in bytes, the per-CPU lists' free pages counted as free and available; None elsewhere (or
-    where a figure this module needs is missing)."""
-    try:
-        with open("/proc/meminfo", "rb") as source:
-            text = source.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    figures = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        parts = value.split()
-        if parts and parts[0].isdigit():
-            figures[name] = int(parts[0]) << 10
-    needed = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Shmem", "SReclaimable", "AnonPages")
-    if not all(name in figures for name in needed):
-        return None
-    spare = _per_cpu_free()
-    figures["MemFree"] += spare
-    figures["MemAvailable"] += spare
-    return figures
-
-
-def _per_cpu_free() -> int:
-    """Free pages the kernel keeps on per-CPU lists (/proc/zoneinfo's pagesets), which MemFree leaves out: a newer
-    kernel tunes those lists to what was freed lately (1.1 GiB of 24 here), so without them a run that took its memory
-    from them would seem to hold none, and one that gave some back to them, to hold it still."""
-    try:
-        with open("/proc/zoneinfo", "rb") as source:
-            text = source.read().decode("ascii", "replace")
-    except OSError:
-        return 0
-    pages = sum(int(line.split()[1]) for line in text.splitlines() if line.lstrip().startswith("count:"))
-    return pages * os.sysconf("SC_PAGE_SIZE")

@@ -1,6 +1,6 @@
 """Linux's own figures, read from /proc where psutil has no call for them: memory a process holds including shared
-anonymous pages (PSS), how long its threads waited in a run queue for a CPU, and the deleted files they hold open.
-Elsewhere each says None (or nothing)."""
+anonymous pages (PSS), how long its threads waited in a run queue for a CPU, the deleted files they hold open, and
+the machine's memory as the kernel counts it. Elsewhere each says None (or nothing)."""
 from __future__ import annotations
 
 import functools
@@ -132,3 +132,39 @@ def _autogroup_nice(pid: int) -> int | None:
             return int(said.read().split()[-1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def meminfo() -> dict[str, int] | None:
+    """Linux's /proc/meminfo in bytes, the per-CPU lists' free pages counted as free and available; None elsewhere (or
+    where a figure grader.grading.hidden_memory needs is missing)."""
+    try:
+        with open("/proc/meminfo", "rb") as source:
+            text = source.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    figures = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        parts = value.split()
+        if parts and parts[0].isdigit():
+            figures[name] = int(parts[0]) << 10
+    needed = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Shmem", "SReclaimable", "AnonPages")
+    if not all(name in figures for name in needed):
+        return None
+    spare = _per_cpu_free()
+    figures["MemFree"] += spare
+    figures["MemAvailable"] += spare
+    return figures
+
+
+def _per_cpu_free() -> int:
+    """Free pages the kernel keeps on per-CPU lists (/proc/zoneinfo's pagesets), which MemFree leaves out: a newer
+    kernel tunes those lists to what was freed lately (1.1 GiB of 24 here), so without them a run that took its memory
+    from them would seem to hold none, and one that gave some back to them, to hold it still."""
+    try:
+        with open("/proc/zoneinfo", "rb") as source:
+            text = source.read().decode("ascii", "replace")
+    except OSError:
+        return 0
+    pages = sum(int(line.split()[1]) for line in text.splitlines() if line.lstrip().startswith("count:"))
+    return pages * os.sysconf("SC_PAGE_SIZE")
