@@ -12,11 +12,12 @@ from grader.grading.clocks import Clock, HiddenMemory
 GiB, MiB = 1 << 30, 1 << 20
 
 
-def figures(held: int, available: int, total: int = 16 * GiB) -> dict[str, int]:
-    """A /proc/meminfo whose kernel-held memory is `held`, beside 2 GiB of processes and 3 GiB of cache."""
+def figures(held: int, available: int, total: int = 16 * GiB, shared: int = 100 * MiB) -> dict[str, int]:
+    """A /proc/meminfo whose kernel-held memory is `held`, beside 2 GiB of processes, 3 GiB of cache and `shared`
+    memory (tmpfs, MAP_SHARED: part of the cache)."""
     anon, cache = 2 * GiB, 3 * GiB
-    return {"MemTotal": total, "MemFree": total - held - anon - cache, "MemAvailable": available, "Buffers": 0,
-            "Cached": cache + 100 * MiB, "Shmem": 100 * MiB, "SReclaimable": 0, "AnonPages": anon}
+    return {"MemTotal": total, "MemFree": total - held - anon - cache - shared, "MemAvailable": available, "Buffers": 0,
+            "Cached": cache + shared, "Shmem": shared, "SReclaimable": 0, "AnonPages": anon}
 
 
 def test_memory_no_process_holds_stops_the_run_once_it_is_past_the_limits(monkeypatch):
@@ -29,6 +30,9 @@ def test_memory_no_process_holds_stops_the_run_once_it_is_past_the_limits(monkey
                             (1 * GiB + 900 * MiB, 1 * GiB)):  # the machine is low, but not for memory this run added
         monkeypatch.setattr(hidden_memory, "meminfo", lambda: figures(held, available))
         clock.last_look()
+    # shared memory: a tree that maps it is charged for it (PSS), and every run beside it must not be stopped for it
+    monkeypatch.setattr(hidden_memory, "meminfo", lambda: figures(held=1 * GiB, available=1 * GiB, shared=6 * GiB))
+    clock.last_look()
     monkeypatch.setattr(hidden_memory, "meminfo", lambda: figures(held=3 * GiB, available=1 * GiB))
     with pytest.raises(HiddenMemory, match="grew by 2,048 MB during the run .allowed: 1,024 MB, with 1,024 MB left") as low:
         clock.last_look()

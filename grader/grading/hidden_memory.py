@@ -1,10 +1,12 @@
 """Memory the kernel holds for the student's code where no process shows it: the machine's own figures as a last witness.
 
 A process's count (PSS: grader.grading.processes) sees what the process maps. Socket buffers (a socketpair holds
-megabytes its reader never reads), pipe buffers and a tmpfs's files belong to no process: 128 socketpairs hold 1 GiB
-that no tree's count includes. /proc/meminfo does see it, machine-wide: memory in use that is neither a process's
-anonymous pages nor reclaimable cache grows by what they hold (measured: 1,027 MiB for 1 GiB of socket buffers,
-448 MiB for 448 MiB of pipes).
+megabytes its reader never reads) and pipe buffers belong to no process: 128 socketpairs hold 1 GiB that no tree's
+count includes. /proc/meminfo does see it, machine-wide: memory in use that is neither a process's anonymous pages
+nor the page cache grows by what they hold (measured: 1,051 MiB for 1 GiB of socket buffers, 448 MiB for 448 MiB of
+pipes). Shared memory and tmpfs files (Shmem, part of the page cache) are left out: mapped, they are the mapping
+tree's (its PSS); unmapped, the sandbox bounds them (a sized /tmp and /dev/shm; memfd, SysV segments and mounts of
+one's own refused), and counted here too, a tree's shared buffer would stop every run beside it.
 
 Whose it is, the figures cannot say (another program, a classmate's run grading beside this one), so, like the disk's
 witness (grader.grading.folder_caps), a run past it stops as an error, never a failure. It stops when the run has
@@ -54,7 +56,7 @@ class MemoryWitness:
 
 
 def kernel_held(figures: dict[str, int]) -> int:
-    """Memory in use that is no process's anonymous memory and no cache the kernel could drop: socket and pipe
-    buffers, tmpfs files, unreclaimable kernel objects (bytes)."""
-    cache = figures["Buffers"] + figures["Cached"] - figures["Shmem"] + figures["SReclaimable"]
+    """Memory in use that is no process's anonymous memory, no page cache (shared memory and tmpfs files included) and
+    no kernel cache the kernel could drop: socket and pipe buffers, unreclaimable kernel objects (bytes)."""
+    cache = figures["Buffers"] + figures["Cached"] + figures["SReclaimable"]
     return figures["MemTotal"] - figures["MemFree"] - cache - figures["AnonPages"]

@@ -148,7 +148,7 @@ def meminfo() -> dict[str, int] | None:
         parts = value.split()
         if parts and parts[0].isdigit():
             figures[name] = int(parts[0]) << 10
-    needed = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Shmem", "SReclaimable", "AnonPages")
+    needed = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SReclaimable", "AnonPages")
     if not all(name in figures for name in needed):
         return None
     spare = _per_cpu_free()
