@@ -476,6 +476,14 @@ thread.start()
 thread.join()
 out["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 out["command"] = subprocess.run(["echo", "ran"], capture_output=True, text=True).stdout.strip()
+pipe = os.pipe()
+attempt("sendfile", lambda: os.sendfile(pipe[1], fd, 0, 4096))  # a file's cached pages, queued by reference
+attempt("splice", lambda: os.splice(fd, pipe[1], 4096, offset_src=0))
+import shutil, socket
+shutil.copyfile("held", "copied")  # falls back to read and write
+ends = socket.socketpair()
+ends[0].sendfile(open("held", "rb"), 0, 4096)  # falls back to send
+out["copied"] = [os.path.getsize("copied"), len(ends[1].recv(8192))]
 open(sys.argv[1], "w").write(json.dumps(out))
 """
 
@@ -507,6 +515,9 @@ def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_prior
     assert (out["unshare"], out["clone_newuser"], out["clone3"]) == ("Operation not permitted", "Operation not permitted", "Function not implemented")
     assert out["unshare_mount_tmpfs"] != 0
     assert (out["fork"], out["thread"], out["command"]) == (7, "ran", "ran")
+    # attack wave 6: file pages sent by reference into sockets and pipes held 1.3 GB the kernel could not drop
+    assert (out["sendfile"], out["splice"]) == ("Function not implemented", "Function not implemented")
+    assert out["copied"] == [1 << 20, 4096]
 
 
 def test_a_spawned_workers_own_import_is_measured_and_only_its_check_is_blamed(workspace, tmp_path):
