@@ -460,7 +460,10 @@ out["io_uring"] = "ok" if libc.syscall(425, 8, ring) >= 0 else os.strerror(ctype
 attempt("posix_fallocate", lambda: os.posix_fallocate(fd, 0, 1 << 20))  # glibc writes it instead: the size limit holds
 attempt("dev", lambda: open("/dev/planted", "w"))
 shm = os.open("/dev/shm/held", os.O_CREAT | os.O_RDWR)
-attempt("dev_shm_128MiB", lambda: os.posix_fallocate(shm, 0, 128 << 20))
+attempt("dev_shm", lambda: os.posix_fallocate(shm, 0, 1 << 20))
+open("/tmp/held", "w").close()
+for number in range(100):  # hard links: in a tmpfs, memory its size limit did not count; here, entries the walk counts
+    os.link("/tmp/held", f"/tmp/link-{number}")
 attempt("dev_null", lambda: os.write(os.open("/dev/null", os.O_WRONLY), b"x"))
 out["held_bytes"] = os.fstat(fd).st_blocks * 512
 numbers = {"x86_64": (272, 56, 435), "aarch64": (97, 220, 435)}[os.uname().machine]  # unshare, clone, clone3
@@ -491,10 +494,12 @@ open(sys.argv[1], "w").write(json.dumps(out))
 @pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
 def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_priority(tmp_path):
     """Attack wave 3: fallocate reserved 1.9 GiB in one call past the 128 MiB file limit; memfd, SysV shared memory
-    and an unbounded /dev/shm held RAM nothing counted; SCHED_IDLE made an endless loop look like a busy machine.
+    and an unbounded /dev/shm held RAM nothing counted (then hard links in a sized tmpfs did); SCHED_IDLE made an
+    endless loop look like a busy machine.
     Then `unshare -Urm` gave the code a mount namespace of its own, and in it a tmpfs of any size."""
     if boundary() != "bwrap":
         pytest.skip("bubblewrap cannot start here")
+    from grader.grading import folder_caps
     from grader.grading.backends.bwrap import Bwrap
     from grader.grading.runfolder import RunFolder
 
@@ -503,14 +508,17 @@ def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_prior
         said = folder.path / "said.json"
         side.start([sys.executable, "-I", "-c", HOLDS, str(said)], folder, tmp_path, (), folder.path).wait(60)
         out = json.loads(said.read_text())
+        seen = folder_caps.measure(folder.fd)  # what the run folder's walk counts
+        shm, tmp = seen.by_bytes["shm"], seen.by_entries["tmp"]
     finally:
         side.end()
         folder.close()
     refused = {"io_uring": "Function not implemented", "fallocate": "Operation not supported", "shmget": "Function not implemented", "memfd_create": "Function not implemented",
-               "nice": "Operation not permitted", "sched_idle": "Operation not permitted", "dev": "Read-only file system",
-               "dev_shm_128MiB": "No space left on device"}
+               "nice": "Operation not permitted", "sched_idle": "Operation not permitted", "dev": "Read-only file system"}
     assert {name: out[name] for name in refused} == refused
-    assert out["posix_fallocate"] == out["dev_null"] == "ok" and out["held_bytes"] == 1 << 20
+    assert out["posix_fallocate"] == out["dev_null"] == out["dev_shm"] == "ok" and out["held_bytes"] == 1 << 20
+    # /dev/shm and /tmp are the run folder's shm/ and tmp/: on disk, and its walk counts every byte and every link
+    assert shm >= 1 << 20 and tmp >= 100
     # attack wave 6: a user namespace of its own let the code mount a tmpfs no size bounds and no process holds
     assert (out["unshare"], out["clone_newuser"], out["clone3"]) == ("Operation not permitted", "Operation not permitted", "Function not implemented")
     assert out["unshare_mount_tmpfs"] != 0

@@ -34,7 +34,7 @@ STALE = 1.0  # ... and at most: on a loaded machine a walk is slow, and its figu
 SPARE = 20  # so the walks take at most 1/SPARE of one core
 HIDDEN = 2 << 30  # disk the folder's file system may lose during a run beyond what the walks find (see DiskWatch.hidden)
 NEARLY_FULL = 0.1  # ... once its free space is under this share of it (or under HIDDEN)
-NAMES = {"check": "the check's folder", "temp": "its TMPDIR", "tmp": "its TMPDIR", "home": "its HOME",
+NAMES = {"check": "the check's folder", "temp": "its TMPDIR", "tmp": "its TMPDIR", "home": "its HOME", "shm": "its /dev/shm",
          "scratch": "its working folder"}
 
 

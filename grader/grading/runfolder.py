@@ -1,8 +1,9 @@
 """One folder for every temp file a run makes, and a removal of it that cannot fail.
 
 A `RunFolder` is made when a run starts and removed when it ends, however it ends. It is the
-only place the student's side may write: its TMPDIR (tmp/), its HOME (home/), each worker's
-cwd (scratch-N/) and each check's lab.tmp (check-N/, temp-N/).
+only place the student's side may write: its TMPDIR (tmp/, also its /tmp in bubblewrap), its
+HOME (home/), its /dev/shm in bubblewrap (shm/), each worker's cwd (scratch-N/) and each check's
+lab.tmp (check-N/, temp-N/).
 """
 from __future__ import annotations
 
@@ -22,14 +23,14 @@ PREFIX = "workshop-check-"
 
 
 class RunFolder:
-    """mkdtemp(prefix="workshop-check-"): tmp/, home/, scratch-N/, check-N/, temp-N/."""
+    """mkdtemp(prefix="workshop-check-"): tmp/, home/, shm/ (the sandbox's /dev/shm), scratch-N/, check-N/, temp-N/."""
 
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
-        self.tmp, self.home = self.path / "tmp", self.path / "home"
-        self.tmp.mkdir()
-        self.home.mkdir()
+        self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
+        for folder in (self.tmp, self.home, self.shm):
+            folder.mkdir()
         self.token = os.urandom(8).hex()
         self._numbers = itertools.count(1)  # next() on it is atomic: lanes make folders at once
         from grader.grading.folder_caps import DiskWatch

@@ -2,8 +2,10 @@
 
 New user, PID, IPC, UTS, network (and, where allowed, cgroup) namespaces: no network at all, and no process of
 the grader's in view. An unprivileged uid inside (65534). The system, the Python environment and the kit
-read-only, the workspace read-only, a private /tmp, the run folder the only writable place (bound at its own path,
-so paths agree on both sides), HOME inside it, the environment from an allow-list. Nothing else of the disk (the
+read-only, the workspace read-only, the run folder the only writable place (bound at its own path, so paths agree on
+both sides), HOME inside it, the environment from an allow-list. /tmp and /dev/shm are the run folder's own tmp/ and
+shm/, on disk and under its caps (grader.grading.folder_caps), not a tmpfs: a tmpfs's files are memory no process is
+charged for, and its hard links pin memory its size limit does not count (3 million of them held 1.1 GB). Nothing else of the disk (the
 caller's home folder, its keys) is there at all. `--die-with-parent` ends the side if the grader dies; a small
 janitor outside then removes the run folder.
 
@@ -27,8 +29,6 @@ from grader.grading.runfolder import MARK, RunFolder
 NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try")
 NOBODY = "65534"
 HIDDEN = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # readable to root's uid even inside: masked
-PRIVATE_TMP = 256 << 20  # bytes the private /tmp (a tmpfs: memory no process is charged for) may hold
-SHARED_MEMORY = 64 << 20  # bytes /dev/shm may hold (POSIX shared memory, semaphores): a tmpfs too; the rest of /dev is read-only
 INSTALL = "bubblewrap is not installed: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap)"
 JANITOR = ("import os, sys, time\nif not os.read(0, 1):  # EOF without a word: the grader died\n"
            "    time.sleep(0.2); from grader.grading.runfolder import remove_tree; remove_tree(sys.argv[1])")
@@ -51,25 +51,11 @@ def why_not() -> str | None:
     return None
 
 
-def _sized(size: int) -> tuple[str, ...]:
-    """`--size BYTES` for the next tmpfs, where this bwrap has it (0.7 and later)."""
-    return ("--size", str(size)) if _has_size() else ()
-
-
-@functools.cache
-def _has_size() -> bool:
-    try:
-        said = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return b"--size" in said.stdout + said.stderr
-
-
 def arguments(folder: RunFolder, workspace: Path, cwd: Path) -> list[str]:
     """bwrap's arguments before the command: the namespaces, the mounts, the uid."""
     args = ["bwrap", *NAMESPACES, "--uid", NOBODY, "--gid", NOBODY, "--die-with-parent", "--new-session",
-            "--dev", "/dev", *_sized(SHARED_MEMORY), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-            "--proc", "/proc", *_sized(PRIVATE_TMP), "--tmpfs", "/tmp"]
+            "--dev", "/dev", "--bind", str(folder.shm), "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc",
+            "--bind", str(folder.tmp), "/tmp"]  # before the run folder's own bind: it may lie under /tmp
     for name in SYSTEM:
         path = Path(name)
         if path.is_symlink():
