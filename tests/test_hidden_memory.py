@@ -70,3 +70,18 @@ def test_socket_buffers_written_and_never_read_are_seen(monkeypatch):
             for end in pair:
                 end.close()
     assert grown > 96 * MiB, f"{grown / MiB:.0f} MiB seen of {queued / MiB:.0f} MiB queued"  # other programs may free some meanwhile
+
+
+def test_the_run_s_trees_together_stop_the_one_holding_the_most_never_a_bystander():
+    """Attack wave 6: eight lanes each held 200 MiB under a 256 MiB tree limit, 1.6 GB in one run."""
+    witness, lanes = hidden_memory.MemoryWitness(), [object() for _ in range(4)]
+    limit = 1000 * MiB
+    assert witness.together(lanes[0], 10 * MiB, limit, 1.0) is None  # a bystander
+    for lane in lanes[1:3]:
+        assert witness.together(lane, 300 * MiB, limit, 1.0) is None  # 610 MB together: within
+    said = witness.together(lanes[3], 400 * MiB, limit, 1.0)
+    assert said and "held 1,010 MB together (4 at once), over the 1,000 MB" in said and "the most (400 MB)" in said
+    assert witness.together(lanes[0], 12 * MiB, limit, 1.0) is None, "over, but not the one holding the most"
+    witness.forget(lanes[3])
+    assert witness.together(lanes[1], 300 * MiB, limit, 1.0) is None, "once the hoarder's check is over"
+    assert witness.together(lanes[2], 700 * MiB, limit, 0.0) is None, "a look older than `recent` counts no more"

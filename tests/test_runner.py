@@ -121,6 +121,23 @@ def test_os_exit_kills_only_its_check(workspace):
     assert outcomes[1].status == "passed", "the next check runs in a fresh worker"
 
 
+def test_a_worker_the_kernel_killed_for_want_of_memory_is_said_so_and_graded_again_in_class(workspace, monkeypatch):
+    """On a machine out of memory the kernel kills the largest process, maybe an innocent worker: its check is an error
+    that names the machine (class grade grades the row again, alone), not "did the code call os._exit"."""
+    from grader.classroom import student_run
+    from grader.grading import proxy
+
+    root = workspace(1)
+    _break_read(root, "import os, signal\n\ndef run(cwd, path, offset=1, limit=None):\n    os.kill(os.getpid(), signal.SIGKILL)\n")
+    [plain] = run_checks(root, _read_checks("read.numbered"), jobs=1)
+    assert plain.status == "error" and "killed by signal 9" in plain.message and "os._exit" in plain.message
+    counts = iter(range(10, 100))  # the machine's out-of-memory kills, growing while the worker lives
+    monkeypatch.setattr(proxy, "oom_kills", lambda: next(counts))
+    [outcome] = run_checks(root, _read_checks("read.numbered"), jobs=1)
+    assert outcome.status == "error" and "ran out of memory" in outcome.message and "os._exit" not in outcome.message
+    assert student_run.doubtful(student_run.Graded(1, [outcome], None, 1.0, 1.0))
+
+
 def test_a_flood_of_output_does_not_drown_the_report(workspace):
     root = workspace(1)
     _break_read(root, BROKEN_READ["a flood of output"])

@@ -22,6 +22,7 @@ from pathlib import Path
 from grader.classroom.cleanup import MARK, end_processes, give, kill_group
 from grader.course import kit
 from grader.grading.hidden_memory import LOST as LOST_MEMORY
+from grader.grading.proxy import OUT_OF_MEMORY
 from grader.grading.runner import Outcome
 
 OUTPUT_LIMIT = 16 << 20  # bytes of JSON a grading process may print
@@ -32,7 +33,7 @@ KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "WORKSHOP_LI
 STATUSES = {"passed", "failed", "error", "timeout"}
 BUSY = "too busy"  # in the message of a check the machine could not finish (SPEC 9): graded again, once
 LOST_DISK = "the disk holding the run folder lost"  # a run stopped for disk it cannot see (a classmate's?): again, once
-LOST = (LOST_DISK, LOST_MEMORY)  # ... or for memory no process holds (grader.grading.hidden_memory)
+LOST = (LOST_DISK, LOST_MEMORY, OUT_OF_MEMORY)  # ... or for memory no process holds, or a machine out of memory
 # The grader as this interpreter imports it, never a `grader/` the workspace (the process's cwd) could hold.
 BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); "
         "sys.argv[0] = 'workshop'; from grader.cli import run; run()")
@@ -66,8 +67,9 @@ def grade_student(workspace: Path, lesson: int, folder: Path, token: str, timeou
 
 
 def doubtful(graded: Graded) -> bool:
-    """A run the machine spoiled, not the code: too busy to finish a check, or stopped for disk or memory that no count
-    of this run's could pin on it (another run's beside it, or another program's)."""
+    """A run the machine spoiled, not the code: too busy to finish a check, stopped for disk or memory that no count
+    of this run's could pin on it (another run's beside it, or another program's), or a worker the kernel's
+    out-of-memory killer ended."""
     return any(outcome.status == "error" and (BUSY in outcome.message or any(lost in outcome.message for lost in LOST))
                for outcome in graded.outcomes)
 

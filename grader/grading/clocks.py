@@ -22,6 +22,7 @@ BACKSTOP = float(os.environ.get("WORKSHOP_BACKSTOP", 4.0))  # the wall-clock bac
 POLL = 0.25  # seconds between two looks at the tree
 IDLE = 5.0  # seconds without one tick of CPU and without a runnable process that make a tree past its budget one that waits
 TREE_MEMORY = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # bytes for all of a worker's processes together
+RUN_MEMORY = 2 * TREE_MEMORY  # bytes all the trees of a run may hold together (8 lanes at once: not 8 times a tree's)
 TREE_PROCESSES = 200  # processes a worker's tree may hold at once (RLIMIT_NPROC does not bind root, nor count a tree)
 WANTED = 0.5  # at the backstop, a tree whose CPU time plus run-queue wait is under this share of the wall time was asleep
 
@@ -130,6 +131,10 @@ class Clock:
             raise MemoryExceeded(f"the code's {used.processes} process(es) held {used.memory / (1 << 20):,.0f} MB together, "
                                  f"over the {self.limit / (1 << 20):,.0f} MB all of them may use: memory is counted over every "
                                  "process the code starts (forks included)")
+        together = self.memory.together(self, used.memory, RUN_MEMORY, 2 * POLL + 0.5) if self.memory is not None else None
+        if together:
+            processes.kill_tree([proc.pid for proc in procs])
+            raise MemoryExceeded(together)
         self._check_room(procs)
         cpu = used.cpu - (self._base or 0.0)
         if cpu > self.budget:
@@ -155,6 +160,8 @@ class Clock:
     def last_look(self) -> None:
         """The code's part is over (the import, a check): its files are measured once more, so a flood written and
         finished between two looks (a fast run may have none) is still caught."""
+        if self.memory is not None:
+            self.memory.forget(self)
         if self.disk is not None or self.memory is not None:
             self._check_room(self.tree() if self.tree else [], fresh=True)
 

@@ -102,6 +102,8 @@ class DiskWatch:
             shared = self._claimed.get(heaviest, 0) <= 0
         if heaviest not in mine and not shared:
             return None  # another check's folder: its own clock stops it
+        if heaviest not in mine and not fresh:  # figures may predate a failed check's folders, removed since: look again
+            return self.over(procs, mine, fresh=True)
         return self._say(size, deleted, heaviest), shared and heaviest not in mine
 
     def hidden(self) -> str | None:

@@ -16,6 +16,7 @@ a machine out of memory, and a desktop's own use must not stop a run on a machin
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 from grader.grading.backends.linux_proc import meminfo
@@ -28,13 +29,34 @@ FRESH = 0.2  # seconds one reading of the machine's figures serves every clock o
 
 
 class MemoryWitness:
-    """The machine's kernel-held memory as the run began, and the judgement on it at each look."""
+    """The run's memory beyond one check's tree: the machine's kernel-held memory as the run began and the judgement on
+    it at each look, and what every lane's tree held at its last look, together."""
 
     def __init__(self) -> None:
         found = meminfo()
         self._start = None if found is None else kernel_held(found)
         self._said: str | None = None
         self._at = -FRESH
+        self._trees: dict[int, tuple[int, float]] = {}  # a clock's id: what its tree held at its last look, and when
+        self._lock = threading.Lock()
+
+    def together(self, clock: object, held: int, limit: int, recent: float) -> str | None:
+        """Record what this clock's tree holds; a reason to stop it if the trees of the run, looked at within `recent`
+        seconds, hold more than `limit` together and this one holds the most (each hoarder in turn, never a bystander)."""
+        now = time.monotonic()
+        with self._lock:
+            self._trees[id(clock)] = (held, now)
+            live = {key: bytes_ for key, (bytes_, at) in self._trees.items() if now - at <= recent}
+        total = sum(live.values())
+        if total <= limit or max(live, key=live.__getitem__) != id(clock):
+            return None
+        return (f"the run's checks held {total >> 20:,} MB together ({len(live)} at once), over the {limit >> 20:,} MB a run "
+                f"may use, and this one the most ({held >> 20:,} MB)")
+
+    def forget(self, clock: object) -> None:
+        """The clock's check is over: its tree counts no more."""
+        with self._lock:
+            self._trees.pop(id(clock), None)
 
     def hidden(self) -> str | None:
         """None, unless the kernel holds more than the limits allow beyond what it held as the run began (figures read

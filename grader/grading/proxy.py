@@ -17,9 +17,11 @@ into the grader's view (`host_pid`) before anything is done with them. The worke
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -28,13 +30,16 @@ import time
 from pathlib import Path
 
 from grader.grading import starting
+from grader.grading.backends.linux_proc import oom_kills
 from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
 from grader.grading.crash import crash_site, dump_stack as _dump_stack
 from grader.grading.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
-from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder
+from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
 
 
 GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute()]  # what the side imports the grader from
+
+OUT_OF_MEMORY = "the machine ran out of memory and its kernel ended the largest process"  # graded again in class grade
 
 
 class WorkerLost(BaseException):
@@ -148,9 +153,14 @@ class Zygote:
 
 class Worker:
     def __init__(self, run: RunFolder, zygote: Zygote, stopping):
+        self.oom_kills = oom_kills()  # the machine's count as it began: a SIGKILL after it grew may be the kernel's
         self.scratch = run.folder("scratch")
         self.workspace = zygote.workspace
         self.zygote = zygote
+        # its folder is its own to answer for from its first moment (a spawned worker imports the rover as it is born),
+        # until start() is over: no other clock ever sees what its import writes as no one's
+        self._starting = contextlib.ExitStack()
+        self._starting.enter_context(run.disk.claim((self.scratch.name,)))
         orders_read, self.orders = os.pipe()
         self.answers, answers_write = os.pipe()
         life_read, self.life = os.pipe()
@@ -159,6 +169,7 @@ class Worker:
         except BaseException:
             for fd in (self.orders, self.answers, self.life):
                 os.close(fd)
+            self._starting.close()
             raise
         finally:
             for fd in (orders_read, answers_write, life_read):
@@ -175,9 +186,15 @@ class Worker:
         """Wait for the worker to answer (forked, it has the rover imported already; spawned, it imports it now)."""
         mine = (self.scratch.name,)  # a spawned worker imports the rover again: its files are its own to answer for
         clock = self.clock(limit).watching(self.zygote.run.disk, mine, self.zygote.run.memory)
-        with self.zygote.run.disk.claim(mine):
-            answer = self.request("import", clock, stopping)
-            clock.last_look()
+        with self._starting:  # claimed since the worker was born; until its folder is gone, if the import fails
+            try:
+                answer = self.request("import", clock, stopping)
+                clock.last_look()
+            except BaseException:
+                self.zygote.run.memory.forget(clock)
+                self.stop()
+                remove_tree(self.scratch)
+                raise
         raised = answer.get("raised")
         if isinstance(raised, dict):  # spawned: its own import failed where the zygote's had passed
             self._lose(f"a fresh worker's import of rover raised {str(raised.get('type'))[:80]} "
@@ -246,6 +263,7 @@ class Worker:
         if self._stopped:
             return
         self._stopped = True
+        self._starting.close()
         try:
             os.write(self.life, b"q")  # a planned stop: the keeper sweeps its tree and exits
         except OSError:
@@ -325,6 +343,9 @@ class Worker:
         where = crash_site(self.scratch / CRASH_LOG, self.workspace)
         if self.exit is None and not running(self.keeper):
             return "the worker process was killed with its parent (the grader's keeper) during this call: did the code kill its parent?"
+        killed = self.exit in (-signal.SIGKILL, 128 + signal.SIGKILL)
+        if killed and self.oom_kills is not None and (oom_kills() or 0) > self.oom_kills:
+            return f"the worker process was killed during this call: {OUT_OF_MEMORY}; run it again"
         return (f"the worker process {exit_story(self.exit)} during this call{', in ' + where if where else ''}: "
                 "did the code call os._exit, kill its parent, or crash Python?")
 

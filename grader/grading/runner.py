@@ -203,9 +203,7 @@ class _Run:
                     self.results.put(Outcome(check, "error", said))
                     continue
                 self.results.put(self._judge(check, worker))
-                if worker.spoiled:
-                    worker.stop()
-                    remove_tree(worker.scratch)  # what it left in its working folder counts no more
+                if worker.spoiled:  # stopped, and its folder removed, by _judge
                     worker = None
         except Stopped:
             return
@@ -230,36 +228,40 @@ class _Run:
         started = time.monotonic()
         clock = worker.clock(self.time_limit).watching(self.folder.disk, mine := (tmp.path.name, temp.path.name, worker.scratch.name), self.folder.memory)
         lab = Lab(self.workspace, tmp, worker, clock, self.stopping, temp=temp)
-        try:
-            with self.folder.disk.claim(mine):
+        with self.folder.disk.claim(mine):  # until its folders are gone: no other clock ever sees them unclaimed
+            try:
                 try:
                     self.registry[check.id](lab)
                 except CheckFailed:
                     clock.last_look()  # a flood the looks missed is the truer cause of a failure too
                     raise
                 clock.last_look()
-            status, message = "passed", ""
-        except CheckFailed as failure:
-            status, message = "failed", str(failure)
-        except StudentCrashed as crash:
-            status, message = "error", str(crash)
-        except CheckTimeout as late:
-            status, message = ("error", BUSY) if late.kind == "busy" else ("timeout", self._late(late, worker))
-        except HiddenDisk as lost:  # not known to be this code's: an error, and the run stops
-            status, message = "error", str(lost)
-            self.stopped_by = f"the run stopped at {check.id}: {lost}"
-        except MemoryExceeded as hoard:  # memory, processes, or the run folder's size (DiskExceeded)
-            status, message = "failed", str(hoard)
-            if getattr(hoard, "shared", False):  # filled where no one check answers (HOME): every check would meet it
-                self.stopped_by = f"the run stopped at {check.id}: {hoard}"
-        except WorkerLost as lost:
-            status, message = "error", str(lost)
-        except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly
-            status, message = "error", f"the answer made no sense to the check ({type(confusion).__name__}: {confusion})"
-        finally:
-            lab.close()
-            remove_tree(tmp.path)
-            remove_tree(temp.path)
+                status, message = "passed", ""
+            except CheckFailed as failure:
+                status, message = "failed", str(failure)
+            except StudentCrashed as crash:
+                status, message = "error", str(crash)
+            except CheckTimeout as late:
+                status, message = ("error", BUSY) if late.kind == "busy" else ("timeout", self._late(late, worker))
+            except HiddenDisk as lost:  # not known to be this code's: an error, and the run stops
+                status, message = "error", str(lost)
+                self.stopped_by = f"the run stopped at {check.id}: {lost}"
+            except MemoryExceeded as hoard:  # memory, processes, or the run folder's size (DiskExceeded)
+                status, message = "failed", str(hoard)
+                if getattr(hoard, "shared", False):  # filled where no one check answers (HOME): every check would meet it
+                    self.stopped_by = f"the run stopped at {check.id}: {hoard}"
+            except WorkerLost as lost:
+                status, message = "error", str(lost)
+            except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly
+                status, message = "error", f"the answer made no sense to the check ({type(confusion).__name__}: {confusion})"
+            finally:
+                self.folder.memory.forget(clock)  # however it ended, its tree no longer counts in the run's
+                lab.close()
+                remove_tree(tmp.path)
+                remove_tree(temp.path)
+                if worker.spoiled:  # it serves no other check: what it left in its working folder counts no more
+                    worker.stop()
+                    remove_tree(worker.scratch)
         return Outcome(check, status, _cut(message), time.monotonic() - started)
 
     def _late(self, late: CheckTimeout, worker: Worker) -> str:

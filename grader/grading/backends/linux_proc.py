@@ -168,3 +168,15 @@ def _per_cpu_free() -> int:
         return 0
     pages = sum(int(line.split()[1]) for line in text.splitlines() if line.lstrip().startswith("count:"))
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def oom_kills() -> int | None:
+    """Linux: how many processes the kernel's out-of-memory killer has ended since boot (/proc/vmstat); None elsewhere."""
+    try:
+        with open("/proc/vmstat", "rb") as source:
+            for line in source:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
