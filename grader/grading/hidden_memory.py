@@ -5,8 +5,9 @@ megabytes its reader never reads) and pipe buffers belong to no process: 128 soc
 count includes. /proc/meminfo does see it, machine-wide: memory in use that is neither a process's anonymous pages
 nor the page cache grows by what they hold (measured: 1,051 MiB for 1 GiB of socket buffers, 448 MiB for 448 MiB of
 pipes). Shared memory and tmpfs files (Shmem, part of the page cache) are left out: mapped, they are the mapping
-tree's (its PSS); unmapped, the sandbox bounds them (a sized /tmp and /dev/shm; memfd, SysV segments and mounts of
-one's own refused), and counted here too, a tree's shared buffer would stop every run beside it.
+tree's (its PSS); unmapped, the sandbox leaves them no place (its /tmp and /dev/shm are folders on disk; memfd, SysV
+segments and mounts of one's own are refused); and counted here too, a tree's shared buffer would stop every run
+beside it.
 
 Whose it is, the figures cannot say (another program, a classmate's run grading beside this one), so, like the disk's
 witness (grader.grading.folder_caps), a run past it stops as an error, never a failure. It stops when the run has

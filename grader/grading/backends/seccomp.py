@@ -1,9 +1,10 @@
 """The calls the bwrap side may not make, as a seccomp filter bwrap installs (`--seccomp FD`).
 
 Each lets code hold disk or memory the grader's looks cannot count, or hide an endless loop behind a busy machine:
-`fallocate` reserves gigabytes in one call past the 128 MiB file-size limit; `memfd_create` and SysV `shmget` hold
-memory no process maps; lowering one's own priority (`setpriority`, `sched_setscheduler`, `sched_setattr`) makes a
-loop wait in the run queue, which the clock counts as the machine's fault; io_uring would make the same calls
+`fallocate` reserves gigabytes in one call past the 128 MiB file-size limit; `memfd_create`, SysV `shmget` and
+`msgget` hold memory no process maps (a message queue outlives its writer); lowering one's own priority
+(`setpriority`, `sched_setscheduler`, `sched_setattr`) makes a loop wait in the run queue, which the clock counts as
+the machine's fault; io_uring would make the same calls
 (a fallocate among them) where no filter sees them. New namespaces (`unshare`, `setns`, `clone` with a CLONE_NEW*
 flag) would give the code a user namespace of its own, and in it the right to mount a tmpfs that no size bounds and
 no process holds, or a network namespace whose sockets no look reaches; `clone3` hides its flags in memory a filter
@@ -25,18 +26,18 @@ _LOAD, _JEQ, _JGE, _JSET, _RETURN = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS
 _X32 = 0x40000000
 _FIRST_ARGUMENT = 16  # offset of seccomp_data.args[0]'s low half (little-endian: both arches below)
 _NEW_NAMESPACES = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET (NEWTIME is an exit signal bit in clone)
-REFUSED = {"fallocate": errno.EOPNOTSUPP, "memfd_create": errno.ENOSYS, "shmget": errno.ENOSYS,
+REFUSED = {"fallocate": errno.EOPNOTSUPP, "memfd_create": errno.ENOSYS, "shmget": errno.ENOSYS, "msgget": errno.ENOSYS,
            "setpriority": errno.EPERM, "sched_setscheduler": errno.EPERM, "sched_setattr": errno.EPERM,
            "io_uring_setup": errno.ENOSYS, "io_uring_enter": errno.ENOSYS, "io_uring_register": errno.ENOSYS,
            "unshare": errno.EPERM, "setns": errno.EPERM, "clone3": errno.ENOSYS,
            "sendfile": errno.ENOSYS, "splice": errno.ENOSYS, "tee": errno.ENOSYS, "vmsplice": errno.ENOSYS}
 _ARCHES = {  # AUDIT_ARCH_*, and the calls' numbers there
-    "x86_64": (0xC000003E, {"fallocate": 285, "memfd_create": 319, "shmget": 29, "setpriority": 141,
+    "x86_64": (0xC000003E, {"fallocate": 285, "memfd_create": 319, "shmget": 29, "msgget": 68, "setpriority": 141,
                             "sched_setscheduler": 144, "sched_setattr": 314,
                             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
                             "unshare": 272, "setns": 308, "clone3": 435, "sendfile": 40, "splice": 275, "tee": 276,
                             "vmsplice": 278, "clone": 56}),
-    "aarch64": (0xC00000B7, {"fallocate": 47, "memfd_create": 279, "shmget": 194, "setpriority": 140,
+    "aarch64": (0xC00000B7, {"fallocate": 47, "memfd_create": 279, "shmget": 194, "msgget": 186, "setpriority": 140,
                              "sched_setscheduler": 119, "sched_setattr": 274,
                              "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
                              "unshare": 97, "setns": 268, "clone3": 435, "sendfile": 71, "splice": 76, "tee": 77,
