@@ -138,6 +138,20 @@ def test_a_worker_the_kernel_killed_for_want_of_memory_is_said_so_and_graded_aga
     assert student_run.doubtful(student_run.Graded(1, [outcome], None, 1.0, 1.0))
 
 
+def test_code_that_raises_the_grader_s_words_for_a_busy_machine_is_graded_as_code(workspace):
+    """Attack wave 7: an exception whose message was the busy machine's sentence made every loop check a 'busy' error
+    (never a failure), and class grade graded the row again."""
+    from grader.classroom import student_run
+    from grader.grading.runner import BUSY
+
+    root = workspace(1)
+    _break_read(root, f"def run(cwd, path, offset=1, limit=None):\n    raise MemoryError({BUSY!r})\n")
+    [outcome] = run_checks(root, _read_checks("read.numbered"), jobs=1)
+    assert not outcome.passed and not outcome.busy, outcome.message
+    assert "too\u00a0busy" in outcome.message, "the code's own words, defused"
+    assert not student_run.doubtful(student_run.Graded(1, [outcome], None, 1.0, 1.0))
+
+
 def test_a_flood_of_output_does_not_drown_the_report(workspace):
     root = workspace(1)
     _break_read(root, BROKEN_READ["a flood of output"])

@@ -177,6 +177,7 @@ class Worker:
         os.set_blocking(self.orders, False)
         self.pid = 0  # the worker proper (the keeper's child), once it has said so
         self.spoiled = False  # True once the worker must not serve another check
+        self.machine_fault = False  # True once the kernel's out-of-memory killer ended it
         self.exit: int | None = None  # the worker's exit status, as its keeper reported it
         self._chunks: list[bytes] = []
         self._answered: set[str] = set()
@@ -345,6 +346,7 @@ class Worker:
             return "the worker process was killed with its parent (the grader's keeper) during this call: did the code kill its parent?"
         killed = self.exit in (-signal.SIGKILL, 128 + signal.SIGKILL)
         if killed and self.oom_kills is not None and (oom_kills() or 0) > self.oom_kills:
+            self.machine_fault = True  # the grader's own finding: its words are never the code's
             return f"the worker process was killed during this call: {OUT_OF_MEMORY}; run it again"
         return (f"the worker process {exit_story(self.exit)} during this call{', in ' + where if where else ''}: "
                 "did the code call os._exit, kill its parent, or crash Python?")

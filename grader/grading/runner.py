@@ -29,14 +29,16 @@ from typing import Callable
 
 from grader.course.kit import Check
 from grader.grading.clocks import CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
+from grader.grading.hidden_memory import LOST
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
-from grader.grading.proxy import Stopped, Worker, WorkerLost, Zygote
+from grader.grading.proxy import OUT_OF_MEMORY, Stopped, Worker, WorkerLost, Zygote
 from grader.grading.runfolder import RunFolder, remove_tree
 
 TIME_LIMIT = 10.0  # CPU seconds of a worker's tree for one check (the backstop is clocks.BACKSTOP times that, in wall time)
 SIDE_BROKEN = "the grader's sandbox did not start"  # a root cause that is the machine's, not the student's
 IMPORT_LIMIT = 5.0  # CPU seconds of the import
 BUSY = "the machine was too busy to finish this check; run `workshop check` again"
+MACHINE_PHRASES = ("too busy", "the disk holding the run folder lost", LOST, OUT_OF_MEMORY)  # doubtful rows: class grade
 LANES = 8  # checks mostly wait (on sleeps, subprocesses, clocks), and a forked worker costs ~5 ms: lanes are cheap
 
 
@@ -132,7 +134,7 @@ class _Run:
                 self.side_broken = True
                 return False
             cause = f"the process importing it died: {lost}"
-        self.root_cause = _cut(cause)
+        self.root_cause = _cut(own_words(cause))
         return False
 
     def start(self, lanes: int) -> None:
@@ -190,7 +192,7 @@ class _Run:
                 try:
                     worker = worker or self._worker()
                 except WorkerLost as lost:
-                    self.results.put(Outcome(check, "error", _cut(f"no worker to run it: {lost}")))
+                    self.results.put(Outcome(check, "error", _cut(own_words(f"no worker to run it: {lost}"))))
                     continue
                 except MemoryExceeded as hoard:  # its import filled its folders, or used too much memory
                     status = "error" if isinstance(hoard, HiddenDisk) else "failed"  # whose, unknown: never a failure
@@ -228,6 +230,7 @@ class _Run:
         started = time.monotonic()
         clock = worker.clock(self.time_limit).watching(self.folder.disk, mine := (tmp.path.name, temp.path.name, worker.scratch.name), self.folder.memory)
         lab = Lab(self.workspace, tmp, worker, clock, self.stopping, temp=temp)
+        verdict, message = None, ""
         with self.folder.disk.claim(mine):  # until its folders are gone: no other clock ever sees them unclaimed
             try:
                 try:
@@ -244,7 +247,7 @@ class _Run:
             except CheckTimeout as late:
                 status, message = ("error", BUSY) if late.kind == "busy" else ("timeout", self._late(late, worker))
             except HiddenDisk as lost:  # not known to be this code's: an error, and the run stops
-                status, message = "error", str(lost)
+                status, message, verdict = "error", str(lost), lost
                 self.stopped_by = f"the run stopped at {check.id}: {lost}"
             except MemoryExceeded as hoard:  # memory, processes, or the run folder's size (DiskExceeded)
                 status, message = "failed", str(hoard)
@@ -255,6 +258,8 @@ class _Run:
             except Exception as confusion:  # the check choked on what the code answered: the code's fault, said plainly
                 status, message = "error", f"the answer made no sense to the check ({type(confusion).__name__}: {confusion})"
             finally:
+                if not (message == BUSY or isinstance(verdict, HiddenDisk) or worker.machine_fault):
+                    message = own_words(message)  # the machine's faults are the grader's to name, never the code's
                 self.folder.memory.forget(clock)  # however it ended, its tree no longer counts in the run's
                 lab.close()
                 remove_tree(tmp.path)
@@ -286,6 +291,15 @@ def _import_error(answer: dict) -> str:
     raised = answer["raised"] if isinstance(answer.get("raised"), dict) else {}
     where = f" in {raised.get('where')}" if raised.get("where") else ""
     return f"{raised.get('type')}{where}: {raised.get('message')}"
+
+
+def own_words(text: str) -> str:
+    """Text that quotes the student's code (an exception's message, an answer) with the grader's words for the machine's
+    faults defused: a code that raises "the machine was too busy" is not graded as if it were (a no-break space in
+    each phrase reads the same and matches none)."""
+    for phrase in MACHINE_PHRASES:
+        text = text.replace(phrase, phrase.replace(" ", "\u00a0"))
+    return text
 
 
 def _cut(message: str) -> str:
