@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from grader.grading import starting
-from grader.grading.backends.linux_proc import oom_kills
+from grader.grading.backends.linux_proc import oom_kills, open_deleted
 from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
 from grader.grading.crash import crash_site, dump_stack as _dump_stack
 from grader.grading.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
@@ -40,6 +40,7 @@ from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tr
 GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute()]  # what the side imports the grader from
 
 OUT_OF_MEMORY = "the machine ran out of memory and its kernel ended the largest process"  # graded again in class grade
+ZYGOTE_GROWTH = 64 << 20  # bytes of anonymous memory the zygote may gain after the import (its own loop needs little)
 
 
 class WorkerLost(BaseException):
@@ -69,6 +70,41 @@ class Zygote:
         self.lock = threading.Lock()
         self.broken = ""  # once it has failed to fork a worker, it is not asked again
         self._buffer = b""
+        self.keepers: set[int] = set()  # the zygote's children the grader asked for
+        self._anon: int | None = None  # its anonymous memory once the import was over
+
+    def background(self, strays: bool = False) -> str:
+        """What the student's code keeps doing in the zygote after its import ('' if nothing): its own threads, memory
+        it gained, deleted files it holds, and with `strays` (before any worker: later, a killed worker's orphans come
+        to the zygote, which ends them) children the grader did not ask for. Nothing of the student's should run there
+        once imported, yet a thread started at import, a signal handler or an audit hook on fork can, and no check's
+        clock watches the zygote."""
+        with self.lock:  # never while a fork is under way: its keeper is known before it is looked for
+            pid = self.boundary.host_pid(self.boundary.first_pid)
+            proc = process(pid) if pid else None
+            if proc is None:
+                return ""
+            try:
+                threads = proc.num_threads()
+                resident = proc.memory_info()
+            except Exception:  # ended: its death is the lanes' to report
+                return ""
+            started = [child for child in children(pid) if child not in self.keepers and running(child)] if strays else []
+        anon = resident.rss - getattr(resident, "shared", 0)
+        self._anon = anon if self._anon is None else self._anon
+        found = [f"{threads - 1} thread(s)"] * (threads > 1) + [f"{len(started)} process(es)"] * bool(started)
+        if anon > self._anon + ZYGOTE_GROWTH:
+            found.append(f"{(anon - self._anon) >> 20:,} MB more memory")
+        deleted = open_deleted([pid], str(self.run.path))
+        if deleted:
+            found.append(f"{len(deleted)} deleted file(s) held open ({sum(deleted.values()) >> 20:,} MB)")
+        return ", ".join(found)
+
+    def end_strays(self) -> None:
+        """End what the zygote started that is not a keeper."""
+        pid = self.boundary.host_pid(self.boundary.first_pid)
+        if pid:
+            kill_tree([child for child in children(pid) if child not in self.keepers])
 
     def imported(self, limit: float, stopping) -> dict:
         """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs.
@@ -90,6 +126,7 @@ class Zygote:
                 keeper = self.boundary.host_pid(int(self._line(Clock.wall(20), stopping)))
                 if keeper is None:
                     raise ValueError("not a process of the sandbox")
+                self.keepers.add(keeper)
                 return keeper
             except (OSError, ValueError, WorkerLost, CheckTimeout):
                 self.broken = "the process that starts workers is gone or stuck: did the code kill it, or leave a thread behind at import?"

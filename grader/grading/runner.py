@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.course.kit import Check
-from grader.grading.clocks import CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
+from grader.grading.clocks import POLL, CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
 from grader.grading.hidden_memory import LOST
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
 from grader.grading.proxy import OUT_OF_MEMORY, Stopped, Worker, WorkerLost, Zygote
@@ -38,6 +38,8 @@ TIME_LIMIT = 10.0  # CPU seconds of a worker's tree for one check (the backstop 
 SIDE_BROKEN = "the grader's sandbox did not start"  # a root cause that is the machine's, not the student's
 IMPORT_LIMIT = 5.0  # CPU seconds of the import
 BUSY = "the machine was too busy to finish this check; run `workshop check` again"
+BACKGROUND = ("the code imported at the start kept working in the background ({}): code that runs when rover is "
+              "imported must not start threads or processes; start them in a tool's run()")
 MACHINE_PHRASES = ("too busy", "the disk holding the run folder lost", LOST, OUT_OF_MEMORY)  # doubtful rows: class grade
 LANES = 8  # checks mostly wait (on sleeps, subprocesses, clocks), and a forked worker costs ~5 ms: lanes are cheap
 
@@ -116,9 +118,14 @@ class _Run:
         """Did the student's rover import (once, in the zygote, on its own clock)? If not, the run's root cause says why."""
         try:
             answer = self.zygote.imported(IMPORT_LIMIT, self.stopping)
-            if "ok" in answer:
+            busy = self.zygote.background(strays=True) if "ok" in answer else ""
+            if busy:
+                self.zygote.end_strays()
+                cause = BACKGROUND.format(busy)
+            elif "ok" in answer:
                 return True
-            cause = _import_error(answer)
+            else:
+                cause = _import_error(answer)
         except CheckTimeout as late:
             where = self.zygote.stuck_at()
             cause = (BUSY.replace("this check", "importing it") if late.kind == "busy" else
@@ -144,6 +151,17 @@ class _Run:
         self.lanes = [threading.Thread(target=self._lane, daemon=True) for _ in range(lanes)]
         for lane in self.lanes:
             lane.start()
+        threading.Thread(target=self._watch_zygote, daemon=True).start()
+
+    def _watch_zygote(self) -> None:
+        """Work the student's code does in the zygote after the import (no check's clock sees it) voids the run."""
+        while not self.stopping.wait(POLL) and any(lane.is_alive() for lane in self.lanes):
+            busy = self.zygote.background()
+            if busy:
+                self.zygote.end_strays()
+                self.root_cause = _cut(own_words(BACKGROUND.format(busy)))
+                self.stopping.set()
+                return
 
     def collect(self, on_outcome) -> Suite:
         finished: dict[str, Outcome] = {}
@@ -159,7 +177,8 @@ class _Run:
                 on_outcome(outcome)
         if self.root_cause is not None:
             cause = self.root_cause
-            said = f"not run: {cause}" if self.side_broken else f"not run: the rover package does not import ({cause})"
+            said = f"not run: {cause}" if self.side_broken or cause.startswith(BACKGROUND[:30]) else \
+                f"not run: the rover package does not import ({cause})"
             outcomes = [Outcome(check, "error", _cut(said)) for check in self.checks]
             return Suite(outcomes, cause, self.boundary.name)
         missing = _cut(f"not run: {self.stopped_by}") if self.stopped_by else "not run: the grader's lane for it stopped"
