@@ -27,7 +27,7 @@ def refuse_native_windows() -> None:
 
 refuse_native_windows()  # before importing anything that needs a POSIX system (fork, signals, fcntl)
 
-from grader.ctrl_c import exits_quietly, ignore_ctrl_c, loaded  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
+from grader.ctrl_c import exits_quietly, ignore_ctrl_c, loaded, stop  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
 
 import click  # noqa: E402
 
@@ -79,6 +79,8 @@ def run() -> None:
     SIGINT, which would kill it with no word while its work is already done (or already undone)."""
     try:
         main()
+    except KeyboardInterrupt:  # one that got past every command's own handling (raised in click's cleanup, or in a
+        stop()  # `finally` on the way out): Python would end the process by SIGINT (status -2), with no word
     finally:
         ignore_ctrl_c()
 
