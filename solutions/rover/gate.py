@@ -32,7 +32,15 @@ COMPUTED = "$"  # what a $(...) or `...` leaves in the command line: a word that
 # Words that run the words after them as the command: judge that command, not them.
 WRAPPERS = {"env", "command", "builtin", "exec", "nohup", "nice", "time", "xargs", "sudo",
             "{", "}", "!", "if", "then", "elif", "else", "while", "until", "do"}
+# A wrapper's options that take a value, peeled with it: `nice -n 10`, `env -u HOME`, `sudo -u root`.
+VALUED = {"env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}, "nice": {"-n", "--adjustment"},
+          "exec": {"-a"}, "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"},
+          "xargs": {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s"}}
 SHELLS = {"bash", "sh", "zsh", "dash"}
+PUNCTUATION = set(";&|()<>\n")
+# bash's operators, longest first: shlex glues neighbouring ones into one token (`;(`, `&>`, two newlines)
+OPERATORS = sorted(["&&", "||", "|&", "&>>", "&>", ">>", ">&", ">|", "<<<", "<<", "<&", "<>", ">", "<", ";", "&", "|",
+                    "(", ")", "\n"], key=len, reverse=True)
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -120,22 +128,37 @@ def _tokens(command: str) -> list[str]:
 
 
 def _parts(tokens: list[str]) -> list[list[str]]:
+    """Simple commands: a glued token is split into its operators; separators end a part, redirections stay in it."""
     parts, current = [], []
     for token in tokens:
-        if set(token) <= SEPARATORS:
-            parts, current = parts + [current] * bool(current), []
-        else:
-            current.append(token)
+        for piece in _operators(token) if set(token) <= PUNCTUATION else [token]:
+            if set(piece) <= SEPARATORS:
+                parts, current = parts + [current] * bool(current), []
+            else:
+                current.append(piece)
     return parts + [current] * bool(current)
+
+
+def _operators(token: str) -> list[str]:
+    """`;(` is `;` and `(`; `&>` stays one redirection."""
+    pieces = []
+    while token:
+        piece = next(operator for operator in OPERATORS if token.startswith(operator))
+        pieces.append(piece)
+        token = token[len(piece):]
+    return pieces
 
 
 def _command(words: list[str]) -> list[str]:
     """The words of the command a part really runs: past VAR=value, keywords and wrappers (and their
     options), with the program named without its folder (/bin/rm is rm)."""
-    runs, wrapped = list(words), False
-    while runs and (ASSIGNMENT.match(runs[0]) or runs[0] in WRAPPERS or (wrapped and _option(runs[0]))):
-        wrapped = wrapped or runs[0] in WRAPPERS
-        runs.pop(0)
+    runs, wrapper = list(words), None
+    while runs and (ASSIGNMENT.match(runs[0]) or runs[0] in WRAPPERS or (wrapper and _option(runs[0]))):
+        word = runs.pop(0)
+        if word in WRAPPERS:
+            wrapper = word
+        elif wrapper and word in VALUED.get(wrapper, ()) and runs:
+            runs.pop(0)  # the option's value: `-n 10`, `-u HOME`
     return [runs[0].rsplit("/", 1)[-1], *runs[1:]] if runs else runs
 
 

@@ -1,13 +1,16 @@
 """Lesson 6: the gate. decide() on rules made for each check; bash and the file tools behind it."""
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import string
 import sys
+from typing import Iterator
 
 from grader.course import kit
 from grader.grading.checks import Lab, check, excerpt, expect, shown, tool_results
+from grader.grading.checks.commands import DISGUISES, GLUED, GLUED_NEVER, OPEN, RULES
 from grader.grading.checks.probe import HERE as PROBE
 from grader.grading.runfolder import remove_tree
 from grader.grading.safe_files import Pinned
@@ -18,22 +21,35 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 GATE, PERSON = "rover.gate", "rover.person"
-RULES = {
-    "deny": ["rm -rf", "sudo", "git push", "curl * | sh"],
-    "ask": ["git commit"],
-    "allow": ["ls", "cat", "echo", "grep", "git status", "git log"],
-}
-OPEN = {"deny": ["rm -rf", "sudo"], "ask": [], "allow": ["*"]}  # everything allowed but what is denied
+
 
 
 def name() -> str:
     return "f" + "".join(random.choices(string.ascii_lowercase, k=6))
 
 
+@contextlib.contextmanager
+def answering(lab: Lab, answers: list[str]) -> Iterator[None]:
+    """Within the block the person answers from `answers` (person.script); [] is nobody there to answer."""
+    previous = lab.call(PERSON, "script", answers)
+    try:
+        yield
+    finally:
+        lab.call(PERSON, "script", previous)
+
+
+def parsed(text: str) -> dict:
+    """A rules file as TOML, or {"error": why it does not parse}."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as problem:
+        return {"error": str(problem)}
+
+
 def verdict(lab: Lab, command: str, rules: dict = RULES) -> list:
     answer = lab.call(GATE, "decide", command, rules)
     expect(isinstance(answer, list) and len(answer) == 2 and answer[0] in ("allow", "ask", "deny"),
-           f"decide({command!r}, rules) should return (verdict, rule) with verdict allow/ask/deny, got {answer!r:.200}")
+           f"decide({command!r}, rules) should return (verdict, rule) with verdict allow/ask/deny, got a {type(answer).__name__}: {answer!r:.200}")
     return answer
 
 
@@ -100,6 +116,18 @@ def newlines(lab: Lab) -> None:
     decides(lab, f"ls #{target}\nrm -rf {target}", ("deny", "rm -rf"))  # '#' is no comment to the splitter: it must not eat the newline
 
 
+@check("gate.glued")
+def glued(lab: Lab) -> None:
+    target = name()
+    for command, token in GLUED:
+        answer = verdict(lab, command.format(t=target))
+        expect(tuple(answer) == ("deny", "rm -rf"), f"decide({command.format(t=target)!r}) should be ['deny', 'rm -rf'], got {answer}: shlex "
+               f"glues neighbouring operator characters into one token{f' ({token!r} here)' if token else ''}; split such a token into "
+               "the operators it spells, never look it up in a fixed list")
+    for command in GLUED_NEVER:
+        never_allowed(lab, command.format(t=target), why=": an operator written without spaces is still one (shlex glues neighbours: ;; &> >| &>>), and a redirection writes a file")
+
+
 @check("gate.substitution")
 def substitution(lab: Lab) -> None:
     target = name()
@@ -109,8 +137,9 @@ def substitution(lab: Lab) -> None:
     decides(lab, f'echo "$(rm -rf {target})"', ("deny", "rm -rf"))
     decides(lab, f"echo $(git commit -m {target})", ("ask", "git commit"))  # what is inside is judged whole: an ask too
     decides(lab, f"cat `python {target}.py`", ("ask", None))
-    answer = verdict(lab, f"(ls {target} && cat {target}/a)")
-    expect(answer[0] == "allow", f"a subshell whose parts are all allowed is allowed, got {answer}")
+    command = f"(ls {target} && cat {target}/a)"
+    answer = verdict(lab, command)
+    expect(answer[0] == "allow", f"decide({command!r}): a subshell whose parts (ls, cat) are all allowed is allowed, got {answer}")
 
 
 @check("gate.unparseable")
@@ -126,11 +155,8 @@ def bypasses(lab: Lab) -> None:
     target = name()
     for command in (f'"rm" -rf {target}', f"'rm' -rf {target}", f"\\rm -rf {target}", f"r''m -rf {target}"):
         decides(lab, command, ("deny", "rm -rf"))
-    for command in (f"bash -c 'rm -rf {target}'", f"env rm -rf {target}", f"$(echo rm) -rf {target}", f'sh -c "sudo rm {target}"',
-                    f"FOO=1 rm -rf {target}", f"/bin/rm -rf {target}", f"env /usr/bin/rm -rf {target}", f"nohup rm -rf {target}",
-                    f"xargs rm -rf {target}", f"time rm -rf {target}", f"nice rm -rf {target}", f"command rm -rf {target}",
-                    f"exec rm -rf {target}", f"eval rm -rf {target}"):
-        never_allowed(lab, command, OPEN, why=" (it runs a denied command in disguise)")
+    for command in DISGUISES:
+        never_allowed(lab, command.format(t=target), OPEN, why=" (it runs a denied command in disguise)")
     for command in (f"cat notes.txt > {target}.py", f"echo 'alias ls=rm' >> {target}rc"):
         never_allowed(lab, command, why=": a redirection writes a file, so it is no longer read-only")
     for command in (f"PATH=. ls {target}", f"LD_PRELOAD=./{target}.so cat README.md", f"env PAGER=./{target} git log",
@@ -156,35 +182,26 @@ def bash_denied(lab: Lab) -> None:
     # hooks, its config) on a folder the student's code can write
     lab.call("subprocess", "check_call", [*git, "init", "-q"])
     lab.call("subprocess", "check_call", [*git, "commit", "-q", "--allow-empty", "-m", "start"])
-    previous = lab.call(PERSON, "script", [])  # nobody there to answer
-    try:
-        for command in ("git diff", "git log"):
-            written = name()
+    for command in ("git diff", "git log"):
+        written = name()
+        with answering(lab, []):  # nobody there to answer
             result = lab.tool("bash", command=f"{command} --output={written}")
-            expect(result.is_error and not lab.files.exists(written),
-                   f"`{command} --output={written}` writes a file, so the default rules must not allow it; it "
-                   f"{'wrote the file' if lab.files.exists(written) else 'ran'} and answered {excerpt(result.text)}")
-    finally:
-        lab.call(PERSON, "script", previous)
+        expect(result.is_error and not lab.files.exists(written),
+               f"`{command} --output={written}` writes a file, so the default rules must not allow it; it "
+               f"{'wrote the file' if lab.files.exists(written) else 'ran'} and answered {excerpt(result.text)}")
 
 
 @check("gate.bash-ask")
 def bash_ask(lab: Lab) -> None:
     made = name()
-    previous = lab.call(PERSON, "script", [])  # nobody there to answer
-    try:
+    with answering(lab, []):  # nobody there to answer
         result = lab.tool("bash", command=f"touch {made}")
-    finally:
-        lab.call(PERSON, "script", previous)
     expect(result.is_error and not lab.files.exists(made), "with nobody at a terminal to answer, an asked command must not run (an is_error result)")
     expect(f"touch {made}" in result.text, f"the refusal should name the command that needed approval, got {excerpt(result.text)}")
     for answer, runs in (("y", True), ("n", False)):
         made = name()
-        previous = lab.call(PERSON, "script", [answer])
-        try:
+        with answering(lab, [answer]):
             result = lab.tool("bash", command=f"touch {made}")
-        finally:
-            lab.call(PERSON, "script", previous)
         expect(lab.files.exists(made) == runs and result.is_error != runs,
                f"when the person answers {answer!r} (person.ask), `touch {made}` should {'run' if runs else 'not run, as an error'}; "
                f"it {'ran' if lab.files.exists(made) else 'did not run'} and answered {excerpt(result.text)}")
@@ -200,15 +217,14 @@ def always(lab: Lab) -> None:
     first, second = answers
     expect(not first.get("is_error") and lab.files.exists(made),
            f"answered 'always', `touch {made}` should run; it answered {excerpt(first.get('text'))}")
-    text = lab.files.read_text(rules)
-    try:
-        after = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as problem:
-        after = {"error": str(problem)}
+    after = parsed(lab.files.read_text(rules))
+    expect("error" not in after, f"answered 'always', rover/permissions.toml should stay valid TOML; it no longer parses: {shown(after.get('error'))}")
     added = [rule for rule in after.get("allow", []) if rule not in before["allow"]]
-    expect(added and after.get("deny") == before["deny"] and after.get("ask") == before["ask"],
-           f"answered 'always', the command should be added to allow in rover/permissions.toml (with remember), and nothing else changed; "
-           f"the file parses as {shown(after, 400)}")
+    expect(added, f"answered 'always', `touch {made}` should be added to allow in rover/permissions.toml (with remember); "
+                  f"the allow list gained nothing: {shown(after.get('allow'), 400)}")
+    for kind in ("deny", "ask"):
+        expect(after.get(kind) == before[kind], f"answered 'always', only allow should change, but {kind} went from "
+                                                f"{shown(before[kind], 200)} to {shown(after.get(kind), 200)}")
     expect(not second.get("is_error"),
            f"after 'always', `touch {made}` is allowed ({shown(added)} was added): asked again with nobody there, it should run "
            f"without a question, but it answered {excerpt(second.get('text'))}")
@@ -222,10 +238,7 @@ def remember(lab: Lab) -> None:
     inode = lab.files.stat(path).st_ino
     lab.call(GATE, "remember", rule, str(path))
     after = lab.files.read_text(path)
-    try:
-        rules = tomllib.loads(after)
-    except tomllib.TOMLDecodeError as problem:
-        rules = {"error": str(problem)}
+    rules = parsed(after)
     expect(sorted(rules.get("allow", [])) == sorted(["ls", "cat", rule]) and rules.get("deny") == ["sudo"] and rules.get("ask") == [],
            f"remember({shown(rule)}) should add it to allow and change nothing else; given the file\n{text}\nit wrote\n{after}\nwhich parses as {shown(rules)}")
     kept = [line for line in text.splitlines() if line.lstrip().startswith("#") or "#" in line]
@@ -237,10 +250,7 @@ def remember(lab: Lab) -> None:
     quoted = 'grep -e "' + name() + '" -e ' + "'a\\b' it's.py"  # both quotes and a backslash: a TOML string must escape them
     lab.call(GATE, "remember", quoted, str(lab.tmp / "flat.toml"))
     written = lab.files.read_text("flat.toml", encoding="utf-8")
-    try:
-        flat = tomllib.loads(written)
-    except tomllib.TOMLDecodeError as problem:
-        flat = {"error": str(problem)}
+    flat = parsed(written)
     expect(sorted(flat.get("allow", [])) == sorted(["ls", "cat", quoted]),
            f"remember({shown(quoted)}) on the file\n{flat_text}should add the rule to its one-line allow list as a valid TOML string "
            f"(json.dumps(rule)); it wrote\n{written}\nwhich parses as {shown(flat)}")
@@ -268,8 +278,9 @@ def paths(lab: Lab) -> None:
                            ("edit", {"path": f"../{escape.name}", "edits": [{"oldText": "a", "newText": "b"}]}),
                            ("read", {"path": f"../{sibling.name}/secret.txt"})):
             result = lab.tool(tool, **args)
+            how = " through etc, a symlink in the working directory that points to /etc (resolve it)" if args.get("path") == "etc/passwd" else ""
             expect(result.is_error and "root:" not in result.text,
-                   f"{tool}({args}) leaves the working directory and should be refused, got {excerpt(result.text)}")
+                   f"{tool}({args}) leaves the working directory{how} and should be refused, got {excerpt(result.text)}")
         expect(not escape.exists(), f"write(../{escape.name}) created a file outside the working directory")
     finally:
         escape.unlink(missing_ok=True)
@@ -278,11 +289,8 @@ def paths(lab: Lab) -> None:
 
 @check("gate.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
-    previous = lab.call(PERSON, "script", json.loads(kit.lesson(6).script.read_text(encoding="utf-8"))["answers"])  # the person's part
-    try:
+    with answering(lab, json.loads(kit.lesson(6).script.read_text(encoding="utf-8"))["answers"]):  # the person's part
         run = lab.scenario(6)
-    finally:
-        lab.call(PERSON, "script", previous)
     blocks = tool_results(run.messages)
     expect(len(blocks) == 3, f"the scenario makes three bash calls, got {len(blocks)} results")
     listed, denied, asked = blocks
