@@ -96,6 +96,9 @@ def _stdin_left_open():
 
 def result_data(name: str, result: Any) -> dict:
     text, is_error = getattr(result, "text", None), getattr(result, "is_error", None)
+    if not hasattr(result, "text") and not hasattr(result, "is_error"):  # a str, a dict, None: not a result at all
+        raise Refused(f"{name} should return a ToolResult (with .text, a str, and .is_error, a bool), got a {type(result).__name__}: "
+                      f"{str(result)[:120]!r}")
     if type(text) is not str or type(is_error) is not bool:
         raise Refused(f"{name} should return a result with .text (a str) and .is_error (a bool), got "
                       f".text of type {type(text).__name__} and .is_error of type {type(is_error).__name__}")

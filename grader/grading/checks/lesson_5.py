@@ -1,80 +1,15 @@
 """Lesson 5: search, with ripgrep and with the Python fallback, on trees made for each check."""
 from __future__ import annotations
 
-import os
 import random
 import re
-import shutil
 import string
-import sys
 
-from grader.grading.checks import Lab, Result, check, excerpt, expect, shown, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, shown, tool_results
+from grader.grading.checks.searching import (MATCH, SEARCH, counting_rg, fallback, found, grader_rg, layout, matches, places,
+                                             spy_rg, token, tree)
 
-SEARCH = "rover.tools.search"
-MATCH = re.compile(r"^(.+?):(\d+): (.*)$")
 NARROW = re.compile(r"path|glob|narrow|pattern|specific|precise", re.I)  # how to narrow a search cut by its limit
-
-
-def token() -> str:
-    """A word no file holds by accident, new every run."""
-    return "tok" + "".join(random.choices(string.ascii_lowercase, k=8))
-
-
-def tree(lab: Lab, files: dict[str, str | bytes]) -> None:
-    """Files in a git work tree (an empty .git folder is enough for rg to apply .gitignore)."""
-    lab.files.mkdir(".git", exist_ok=True)
-    for name, content in files.items():
-        lab.file(name, content)
-
-
-def matches(result: Result) -> tuple[list[str], str]:
-    """The match lines of a search answer, and every other line of it (the notice, if any), wherever they are."""
-    lines = result.text.rstrip("\n").split("\n")
-    kept = [line for line in lines if MATCH.match(line)]
-    return kept, "\n".join(line for line in lines if line.strip() and not MATCH.match(line)).strip()
-
-
-def found(lab: Lab, expected: list[str], **args) -> Result:
-    result = lab.ok("search", **args)
-    kept, rest = matches(result)
-    expect(kept == expected or sorted(kept) != sorted(expected),
-           f"search({', '.join(f'{k}={v!r}' for k, v in args.items())}) found the right lines in another order: {kept}; "
-           f"sort them by path, as rg --sort=path does: {expected}")
-    expect(kept == expected and not rest,
-           f"search({', '.join(f'{k}={v!r}' for k, v in args.items())}) should answer exactly {expected}, got {excerpt(result.text)}")
-    return result
-
-
-def grader_rg() -> str | None:
-    """The grader's own rg (the kit depends on the ripgrep wheel), found the way the wheel installs it."""
-    beside = os.pathsep.join([os.path.dirname(sys.executable), os.path.join(sys.base_prefix, "bin")])
-    return shutil.which("rg", path=beside) or shutil.which("rg")
-
-
-class fallback:
-    """Within this block the student's search runs as if rg were missing (their use_rg(None))."""
-
-    def __init__(self, lab: Lab):
-        self.lab = lab
-
-    def __enter__(self) -> None:
-        self.previous = self.lab.call(SEARCH, "use_rg", None)
-
-    def __exit__(self, *exc: object) -> None:
-        self.lab.call(SEARCH, "use_rg", self.previous)
-
-
-def layout(word: str) -> tuple[dict[str, str], list[str]]:
-    """A small tree with matches in three folders, and the answer rg --sort=path gives for it."""
-    files = {
-        "app.py": f"import os\n\n{word} = 1\nprint({word})\n",
-        "pkg/models.py": f"class Feed:\n    {word}: str\n",
-        "pkg/sub/notes.txt": f"nothing here\nstill nothing\n  see {word} below\n",
-        "zeta.md": "no match in this one\n",
-    }
-    answer = [f"app.py:3: {word} = 1", f"app.py:4: print({word})", f"pkg/models.py:2:     {word}: str",
-              f"pkg/sub/notes.txt:3:   see {word} below"]
-    return files, answer
 
 
 @check("search.format")
@@ -129,6 +64,7 @@ def long_lines(lab: Lab) -> None:
             with fallback(lab):
                 kept, _ = matches(lab.ok("search", pattern=word))
         expect(len(kept) == 4, f"{mode}: all four lines match, got {shown(kept)}")
+        places(kept, [f"min.js:1: {line}", f"min.js:2: short {word}", f"wide.txt:1: {wide}", f"zz_exact.txt:1: {exact}"], mode)
         expect(kept[3] == f"zz_exact.txt:1: {exact}", f"{mode}: a line of exactly 500 characters is not cut, and nothing is added to it; "
                                                       f"got {len(MATCH.match(kept[3])[3])} characters ending {excerpt(kept[3][-60:])}")
         for long, got in ((line, MATCH.match(kept[0])[3]), (wide, MATCH.match(kept[2])[3])):
@@ -249,18 +185,22 @@ def fallback_(lab: Lab) -> None:
 def uses_rg(lab: Lab) -> None:
     real = grader_rg()
     expect(real, "the grader needs the rg program of the ripgrep wheel to run this check (pip install 'ripgrep>=14.1,<15')")
-    log = lab.tmp / ".bin" / "calls.log"
-    fake = lab.file(".bin/rg", f'#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\nexec "{real}" "$@"\n')
-    lab.files.chmod(fake, 0o755)
     word = token()
+    spy, log = spy_rg(lab, real, f"-{word} read from stdin")
     tree(lab, {"flags.txt": f"-{word}\n"})
-    previous = lab.call(SEARCH, "use_rg", str(fake))
-    try:
-        result = lab.tool("search", pattern=f"-{word}")
+    previous = lab.call(SEARCH, "use_rg", str(spy))
+    try:  # the worker's stdin an open pipe, as an agent's is under a runner: rg given no path searches a pipe
+        result = lab.tool("search", open_stdin=True, pattern=f"-{word}")
     finally:
         lab.call(SEARCH, "use_rg", previous)
     expect(lab.files.is_file(log), "when rg is there (use_rg names it), search should run it; the rg given was never started")
-    expect(matches(result)[0] == [f"flags.txt:1: -{word}"], f"through rg, a pattern starting with '-' should be searched for, got {excerpt(result.text)}")
+    kept, _ = matches(result)
+    expect("<stdin>" not in result.text, f"rg searched its standard input, not the working directory: given no path, rg reads stdin "
+                                         f"whenever it is a pipe; start it with stdin=subprocess.DEVNULL. It answered {excerpt(result.text)}")
+    if kept:
+        places(kept, [f"flags.txt:1: -{word}"], "through rg")
+    expect(kept == [f"flags.txt:1: -{word}"], f"through rg, a pattern starting with '-' should be searched for (-e PATTERN), "
+                                              f"got {excerpt(result.text)}")
 
 
 @check("search.bounded")
@@ -278,6 +218,16 @@ def bounded(lab: Lab) -> None:
         expect(len(kept) == 100 and notice, f"{mode}: 100,000 matches should show the first 100 and the limit notice, got {len(kept)} lines")
         expect(peak < 3_000_000, f"{mode}: searching 100,000 matches took {peak / 1e6:.1f} MB; stop reading after limit + 1 matches "
                                  "instead of collecting them all (about 3.5 MB of text)")
+    counter, log = counting_rg(lab, grader_rg())
+    previous = lab.call(SEARCH, "use_rg", str(counter))
+    try:
+        kept, _ = matches(lab.ok("search", pattern=word))
+    finally:
+        lab.call(SEARCH, "use_rg", previous)
+    expect(len(kept) == 100, f"through an rg that counts what is read, 100,000 matches should still show the first 100, got {len(kept)}")
+    read = lab.files.read_text(log).split()[-1] if lab.files.is_file(log) else None
+    expect(read is None, f"with rg: search read all of rg's output ({read} bytes) to show 100 matches; stop reading after limit + 1 "
+                         "matches and stop rg (kill it): the rest could be gigabytes")
 
 
 @check("search.stash-scenario")

@@ -178,8 +178,11 @@ def oldest_first(lab: Lab) -> None:
 
 @check("context.stub-one-line")
 def stub_one_line(lab: Lab) -> None:
-    messages, _, trimmed, replaced = over(lab, some_sizes(), 10_000)
-    texts = result_texts(trimmed)
+    messages, calls = conversation(some_sizes())
+    script = "python - <<'EOF'\n" + "".join(f"print('step {n}', {n} * {n})\n" for n in range(120)) + "EOF"
+    calls[2]["input"]["command"] = script  # an old bash call of some 2,800 characters over 120 lines: its stub stays one short line
+    trimmed = trim(lab, messages, 10_000)
+    replaced, texts = elided(messages, trimmed, 10_000), result_texts(trimmed)
     for index in replaced:
         stub = texts[index]
         expect("\n" not in stub.strip() and len(stub) <= 400,
@@ -237,14 +240,17 @@ def stable(lab: Lab) -> None:
                 if key in block:
                     block[key] = f"toolu_later_{(number + 1) // 2}"
     longer = first + later[1:]
-    second = trim(lab, longer, tokens(longer) - 500)  # over again: something more has to go
-    before, after = result_texts(first), result_texts(second)
-    for index in replaced:
-        at = next((n for n, (a, b) in enumerate(zip(before[index], after[index])) if a != b), min(len(before[index]), len(after[index])))
-        expect(after[index] == before[index],
-               f"trimming again must leave a stub as it was (so the front of the conversation stays the same and the prompt cache keeps hitting); "
-               f"result {index + 1} changed from its character {at}: it was ...{excerpt(before[index][max(0, at - 40):at + 80])} "
-               f"and became ...{excerpt(after[index][max(0, at - 40):at + 80])}")
+    before = result_texts(first)
+    for how, again in (("trimming the trimmed conversation again", trim(lab, longer, tokens(longer) - 500)),  # over again: more must go
+                       ("trimming the whole conversation again, one turn longer (a loop that does not store what trim returned)",
+                        trim(lab, messages + later[1:], 10_000))):
+        after = result_texts(again)
+        for index in replaced:
+            at = next((n for n, (a, b) in enumerate(zip(before[index], after[index])) if a != b), min(len(before[index]), len(after[index])))
+            expect(after[index] == before[index],
+                   f"{how} must give the same stub (so the front of the conversation stays the same and the prompt cache keeps hitting); "
+                   f"result {index + 1} changed from its character {at}: it was ...{excerpt(before[index][max(0, at - 40):at + 80])} "
+                   f"and became ...{excerpt(after[index][max(0, at - 40):at + 80])}")
 
 
 @check("context.loop-trims")
