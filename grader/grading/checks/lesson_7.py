@@ -28,7 +28,7 @@ def prepare(lab: Lab, name: str, args: object) -> tuple[object, list]:
         raise CheckFailed(f"prepare_arguments({name!r}, {shown(args, 160)}) raised {raised.get('type')}: {shown(raised.get('message'))}")
     result = answer.get("result")
     expect(isinstance(result, list) and len(result) == 2 and isinstance(result[1], list),
-           f"prepare_arguments should return (args, notes) with notes a list, got {shown(result)}")
+           f"prepare_arguments should return (args, notes) with notes a list, got a {type(result).__name__}: {shown(result)}")
     return result[0], result[1]
 
 

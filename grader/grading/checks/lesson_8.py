@@ -33,7 +33,7 @@ def prose(size: int) -> str:
     return " ".join(random.choice(words) for _ in range(size // 5))[:size]
 
 
-def conversation(sizes: list[int], latest: int = 1500, talk: int = 0, task: str = "Find out why the feed parser drops dates.",
+def conversation(sizes: list[int], latest: int = 1500, talk: int = 0, task: str | list = "Find out why the feed parser drops dates.",
                  together: int = 1) -> tuple[list[dict], list[dict]]:
     """A task, then one read or bash call per size with its result, the last one of `latest` characters.
 
@@ -70,7 +70,7 @@ def trim(lab: Lab, messages: list[dict], budget: int) -> list[dict]:
                           "return new lists and dicts, and leave the transcript as it was")
     trimmed = answer.get("result")
     expect(isinstance(trimmed, list) and all(isinstance(message, dict) for message in trimmed),
-           f"trim should return a list of messages, got {excerpt(trimmed)}")
+           f"trim should return a list of messages (dicts), got a {type(trimmed).__name__}: {excerpt(trimmed)}")
     return trimmed
 
 
@@ -207,10 +207,14 @@ def stub_says_how(lab: Lab) -> None:
 
 @check("context.pairs")
 def pairs(lab: Lab) -> None:
-    messages, calls, trimmed, _ = over(lab, some_sizes(), 10_000)
+    task = [{"type": "text", "text": "Find out why the feed parser drops dates. " + prose(2_000)}]  # a task sent as text blocks
+    messages, _ = conversation(some_sizes(), task=task)
+    trimmed = trim(lab, messages, 10_000)
+    elided(messages, trimmed, 10_000)
     expect([m.get("role") for m in trimmed] == [m.get("role") for m in messages],
            f"trim should keep every message, in order ({len(messages)}), got {len(trimmed)} with roles {[m.get('role') for m in trimmed][:8]}...")
-    expect(trimmed[0] == messages[0], f"the task (the first message) must be kept as it was, got {excerpt(trimmed[0])}")
+    expect(trimmed[0] == messages[0], f"the task (the first message, a list of text blocks here) must be kept as it was: only tool_result "
+                                      f"blocks are trimmed; got {excerpt(trimmed[0])}")
     for number, (before, after) in enumerate(zip(messages, trimmed)):
         if before["role"] == "assistant":
             expect(after == before, f"assistant message {number} (with its tool_use) should be sent as it was, got {excerpt(after)}")
