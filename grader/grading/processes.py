@@ -161,6 +161,13 @@ def runnable(procs: list) -> bool:
     return False
 
 
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy since boot (every core, every program)."""
+    times = _psutil().cpu_times()
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    return sum(times) - idle - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+
+
 def lowered(procs: list) -> bool:
     """Did any of them lower its own priority below the grader's (a higher nice; on Linux, any thread's nice or
     SCHED_IDLE/SCHED_BATCH, or its autogroup's nice)? Its waits for a CPU are then its own doing, not the machine's."""

@@ -245,7 +245,10 @@ class Worker:
 
     def clock(self, budget: float) -> Clock:
         """A clock on this worker's whole tree (the worker, whatever it started, daemons its keeper took in)."""
-        return Clock(budget, self.tree, own=(self.keeper, self.pid)).begin()
+        return Clock(budget, self.tree, own=(self.keeper, self.pid), side=self._side_cpu).begin()
+
+    def _side_cpu(self) -> float:
+        return self.zygote.boundary.usage().cpu
 
     def tree(self, below: bool = False) -> list:
         """The keeper and every process below it (daemons it took in included); `below`: without the keeper."""

@@ -19,6 +19,7 @@ on the way out, whatever the way out is: the end, an exception, Ctrl-C or SIGTER
 """
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import threading
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.course.kit import Check
+from grader.grading import clocks
 from grader.grading.clocks import POLL, CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
 from grader.grading.hidden_memory import LOST
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
@@ -78,7 +80,8 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
               on_outcome: Callable[[Outcome], None] | None = None, boundary=None,
               on_start: Callable[[Check], None] | None = None) -> Suite:
     """Grade in the best boundary this machine has (`boundary.choose()`), unless one is given. `on_start` hears of
-    each check as a lane takes it (in that lane's thread: keep it short and thread-safe)."""
+    each check as a lane takes it (in that lane's thread: keep it short and thread-safe). Checks other programs kept
+    from finishing ("too busy") are graded once more, alone in one lane; only if that fails too is the run "busy"."""
     from grader.grading import checks as registry
     from grader.grading.boundary import choose
 
@@ -91,13 +94,19 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
                 registry.load(lesson)
             if run.imported():
                 run.start(max(1, min(jobs, len(checks))))
-            return run.collect(on_outcome)
+            suite = run.collect(on_outcome)
         except KeyboardInterrupt:  # the process is on its way out: from here on a second Ctrl-C must not cut it short
             _install(signal.SIGINT, signal.SIG_IGN)
             raise
         finally:
             with _sigint_ignored():
                 run.stop()
+    doubtful = [outcome.check for outcome in suite.outcomes if outcome.busy]
+    if doubtful and boundary is None and jobs > 1:  # other programs held the cores: those checks once more, alone
+        lanes = min(len(doubtful), os.cpu_count() or 1, jobs - 1)  # no more lanes than cores, and fewer than before
+        again = {outcome.check.id: outcome for outcome in run_suite(workspace, doubtful, time_limit, lanes, on_outcome, None, on_start).outcomes}
+        suite.outcomes = [again.get(outcome.check.id, outcome) for outcome in suite.outcomes]
+    return suite
 
 
 @dataclass
@@ -307,6 +316,9 @@ class _Run:
                     f"{', at ' + where if where else ''}: is there an endless loop?")
         if late.kind == "cpu":
             return f"still running after {budget} of CPU{', at ' + where if where else ''}: is there an endless loop?"
+        if late.kind == "crowded":
+            return (f"still running after {clocks.BACKSTOP * self.time_limit:g} s{', at ' + where if where else ''}, sharing the "
+                    f"cores with your other checks ({late.cpu:.1f} s of CPU of its own): is there an endless loop?")
         return f"still waiting after {budget}{', at ' + where if where else ''}: is there a call that waits forever (a sleep, a read)?"
 
 
