@@ -5,7 +5,7 @@ A worker takes requests and gives answers, each matched by an id the worker cann
 An answer is one JSON line, at most MAX_ANSWER bytes, an object with the request's id and one
 of `ok`, `raised` or `bad`. Anything else (garbage, a flood, an answer to a request never
 sent, a worker that dies or keeps a forked copy of itself) fails that request with a clear
-message, as a WorkerLost; a request past the check's clock is a CheckTimeout (grader.grading.clocks). Both are
+message, as a WorkerLost; a request past the check's clock is a CheckTimeout (grader.boundary.clocks). Both are
 BaseExceptions, so no `except Exception` in a check can swallow them.
 
 While a `run_agent` request is open, the worker may send interim lines `{"id", "model": request}`: the student's
@@ -13,7 +13,7 @@ loop asking the model. The grader's own scripted model answers each (`{"id", "re
 records it, so what the loop sent is what the grader received, never what the worker says it sent.
 
 Process ids the student's side gives are its own (a PID namespace numbers them afresh): the boundary turns them
-into the grader's view (`host_pid`) before anything is done with them. The worker's end is grader.grading.worker.
+into the grader's view (`host_pid`) before anything is done with them. The worker's end is grader.boundary.worker.
 """
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ import threading
 import time
 from pathlib import Path
 
-from grader.grading import starting
-from grader.grading.backends.linux_proc import oom_kills, open_deleted
-from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
-from grader.grading.crash import crash_site, dump_stack as _dump_stack
-from grader.grading.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
-from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
+from grader.boundary import starting
+from grader.boundary.backends.linux_proc import oom_kills, open_deleted
+from grader.boundary.clocks import CheckTimeout, Clock, MemoryExceeded
+from grader.boundary.crash import crash_site, dump_stack as _dump_stack
+from grader.boundary.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
+from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
 
 
 GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute()]  # what the side imports the grader from
@@ -53,16 +53,17 @@ class Stopped(BaseException):
 
 class Zygote:
     """The process that imports the student's rover once, then starts a fresh worker (under its keeper) on request:
-    forked from it, or spawned as a new interpreter (grader.grading.starting)."""
+    forked from it, or spawned as a new interpreter (grader.boundary.starting)."""
 
-    def __init__(self, run: RunFolder, workspace: Path, boundary):
+    def __init__(self, run: RunFolder, workspace: Path, boundary, harness: str):
+        """`harness`: the module (a dotted name) whose `answer` serves each request in the workers."""
         self.scratch = run.folder("scratch")
         self.run, self.workspace = run, workspace
         self.boundary = boundary
         self.mode = starting.mode()  # fork or spawn: how the zygote starts each keeper and worker
         ours, theirs = socket.socketpair()
         try:
-            self.process = boundary.start(starting.command(GRADER_PATH, "zygote", str(workspace), str(theirs.fileno()), self.mode),
+            self.process = boundary.start(starting.command(GRADER_PATH, "zygote", harness, str(workspace), str(theirs.fileno()), self.mode),
                                           run, workspace, (theirs.fileno(),), self.scratch)
         finally:
             theirs.close()
