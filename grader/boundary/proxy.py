@@ -35,11 +35,13 @@ from grader.boundary.clocks import CheckTimeout, Clock, MemoryExceeded
 from grader.boundary.crash import crash_site, dump_stack as _dump_stack
 from grader.boundary.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
 from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
+from grader.boundary.worker import UP
 
 
 GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute()]  # what the side imports the grader from
 
 OUT_OF_MEMORY = "the machine ran out of memory and its kernel ended the largest process"  # graded again in class grade
+COMPLAINT = 1 << 16  # bytes of the side's start-up complaints the grader reads (it quotes the last line)
 ZYGOTE_GROWTH = 64 << 20  # bytes of anonymous memory the zygote may gain after the import (its own loop needs little)
 
 
@@ -72,6 +74,7 @@ class Zygote:
         self.broken = ""  # once it has failed to fork a worker, it is not asked again
         self._buffer = b""
         self.keepers: set[int] = set()  # the zygote's children the grader asked for
+        self.up = False  # the zygote said it is set up: the student's code may run from now on, and its stderr is theirs
         self._anon: int | None = None  # its anonymous memory once the import was over
 
     def background(self, strays: bool = False) -> str:
@@ -111,7 +114,11 @@ class Zygote:
         """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs.
         The clock is the CPU of the student's side (a busy machine slows an import down without making it the code's fault)."""
         clock = Clock(limit, self.boundary.processes).begin().watching(self.run.disk, memory=self.run.memory)  # its files too: no folder of its own
-        answer = _decode_line(self._line(clock, stopping))
+        line = self._line(clock, stopping)
+        if line + b"\n" == UP:
+            self._hear_no_more()
+            line = self._line(clock, stopping)
+        answer = _decode_line(line)
         if not isinstance(answer, dict) or len(answer.keys() & {"ok", "raised", "bad"}) != 1:
             raise WorkerLost(f"the import answered with something that is not an answer: {str(answer)[:80]}")
         clock.last_look()
@@ -133,31 +140,42 @@ class Zygote:
                 self.broken = "the process that starts workers is gone or stuck: did the code kill it, or leave a thread behind at import?"
                 raise WorkerLost(self.broken) from None
 
+    def crash_log(self) -> str:
+        """The zygote's faulthandler dump, read through the run folder's one reader."""
+        return self.run.read(self.scratch / CRASH_LOG)
+
     def stuck_at(self) -> str:
         main = self.boundary.host_pid(self.boundary.first_pid)
-        return _dump_stack([main] if main else [], self.scratch / CRASH_LOG, self.workspace)
+        return _dump_stack([main] if main else [], self.crash_log, self.workspace)
 
     def death(self) -> str:
         try:
             code = self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             code = None
-        where = crash_site(self.scratch / CRASH_LOG, self.workspace)
+        where = crash_site(self.crash_log(), self.workspace)
         return f"{exit_story(code)}{', in ' + where if where else ''}"
 
     def complaint(self) -> str:
-        """The last line the side wrote to its stderr before dying ("bwrap: Can't ..."), or "" if none or still running.
-        Only the side's own setup writes there: the student's code runs after stdio is pointed at /dev/null."""
-        if self.process.poll() is None or self.process.stderr is None:
+        """The last line the side wrote to its stderr before dying ("bwrap: Can't ..."), or "" if none, still running,
+        or said after the zygote was up: from then on the student's code may have written there (bwrap's init holds
+        the same stderr), and the grader has stopped listening."""
+        if self.up or self.process.poll() is None or self.process.stderr is None or self.process.stderr.closed:
             return ""
         said = b""
-        while select.select([self.process.stderr], [], [], 0)[0]:
-            chunk = os.read(self.process.stderr.fileno(), 1 << 16)
-            if not chunk or len(said) > MAX_ANSWER:
+        while len(said) < COMPLAINT and select.select([self.process.stderr], [], [], 0)[0]:
+            chunk = os.read(self.process.stderr.fileno(), COMPLAINT - len(said))
+            if not chunk:
                 break
             said += chunk
         lines = said.decode(errors="replace").strip().splitlines()
         return lines[-1][:300] if lines else ""
+
+    def _hear_no_more(self) -> None:
+        """The zygote is up: close the grader's end of the side's stderr before the student's code can write to it."""
+        self.up = True
+        if self.process.stderr:
+            self.process.stderr.close()
 
     def stop(self) -> None:
         if self.process.stderr:
@@ -293,9 +311,13 @@ class Worker:
         found = process(host) if host is not None else None
         return found is not None and runnable([found])
 
+    def crash_log(self) -> str:
+        """The worker's faulthandler dump, read through the run folder's one reader."""
+        return self.zygote.run.read(self.scratch / CRASH_LOG)
+
     def stuck_at(self) -> str:
         """Where the worker's Python is right now (`file line N` in the workspace), from a faulthandler dump."""
-        return _dump_stack([self.pid] if self.pid else children(self.keeper), self.scratch / CRASH_LOG, self.workspace)
+        return _dump_stack([self.pid] if self.pid else children(self.keeper), self.crash_log, self.workspace)
 
     def stop(self) -> None:
         """End the worker and everything below it (the keeper does the sweep; this makes sure)."""
@@ -379,7 +401,7 @@ class Worker:
                        "a fork that never exited, or a process started and never waited for")
 
     def _death(self) -> str:
-        where = crash_site(self.scratch / CRASH_LOG, self.workspace)
+        where = crash_site(self.crash_log(), self.workspace)
         if self.exit is None and not running(self.keeper):
             return "the worker process was killed with its parent (the grader's keeper) during this call: did the code kill its parent?"
         killed = self.exit in (-signal.SIGKILL, 128 + signal.SIGKILL)

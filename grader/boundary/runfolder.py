@@ -1,9 +1,13 @@
-"""One folder for every temp file a run makes, and a removal of it that cannot fail.
+"""One folder for every temp file a run makes, the one way evidence is read back from it, and a removal that cannot fail.
 
 A `RunFolder` is made when a run starts and removed when it ends, however it ends. It is the
 only place the student's side may write: its TMPDIR (tmp/, also its /tmp in bubblewrap), its
 HOME (home/), its /dev/shm in bubblewrap (shm/), each worker's cwd (scratch-N/) and each check's
 lab.tmp (check-N/, temp-N/).
+
+Whatever the grader reads back from it that the side wrote (a worker's crash log) comes through `RunFolder.read`:
+walked from the folder's pinned fd, no link followed at any step, regular files only (a FIFO or a device is refused,
+never opened to block), at most a bounded number of bytes (grader.boundary.safe_files does the walking).
 """
 from __future__ import annotations
 
@@ -15,12 +19,13 @@ import time
 from pathlib import Path
 
 from grader.boundary.folder_fds import DIRECTORY, open_unlocked, unlock
-from grader.boundary.safe_files import Pinned
+from grader.boundary.safe_files import Pinned, Refused
 
 MAX_ANSWER = 32 << 20  # bytes of one answer line from a worker; the worker says so instead of sending more
 CRASH_LOG = "crash.log"  # in each worker's scratch cwd: faulthandler's traceback of a hang or a crash
 MARK = "WORKSHOP_RUN"  # the env var every process of the student's side carries (unless it scrubs it)
 PREFIX = "workshop-check-"
+EVIDENCE = 1 << 20  # bytes of one file of the side's the grader reads back; a larger one is not read at all
 
 
 class RunFolder:
@@ -50,6 +55,21 @@ class RunFolder:
         was made, so nothing the student's side plants in the run folder (a link in its place) can redirect it."""
         name = f"{kind}-{next(self._numbers)}"
         return Pinned.make(self.fd, name, self.path / name)
+
+    def read(self, path: Path, limit: int = EVIDENCE) -> str:
+        """What the side left at `path` (in this folder) as text, or '' if there is nothing the grader will read there:
+        missing, a link anywhere on the way, not a regular file, or over `limit` bytes. Never blocks, never follows."""
+        with self.disk.lock:  # the folder's fd is not closed under us
+            if self.fd < 0:
+                return ""
+            fd = os.dup(self.fd)
+        folder = Pinned(self.path, fd)
+        try:
+            return folder.read_bytes(path, limit).decode("utf-8", "replace")
+        except (OSError, Refused):
+            return ""
+        finally:
+            folder.close()
 
     def env(self) -> dict[str, str]:
         """What the student's side knows of the run: its mark, its temp folder and its home, all inside the folder."""

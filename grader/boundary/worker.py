@@ -10,7 +10,8 @@ layer's harness, named by the grader, so that this plumbing knows nothing of les
 closes), the keeper kills every process below it, daemons included, and writes the worker's exit
 status as a last line. The student's code never sees the grader as its parent. When CONTROL
 closes, the zygote ends them all, and if the grader died without saying goodbye, removes the run
-folder too.
+folder too. Its first line on CONTROL is UP, sent before the student's code is imported: until then, and only
+then, what the side writes on its stderr is the machine's (bwrap's, Python's) and the grader may quote it.
 
 MODE (grader.boundary.starting) is how keepers and workers start. `fork`: the zygote forks the
 keeper and the keeper the worker, which has the rover imported already. `spawn` (macOS, where a
@@ -40,6 +41,7 @@ from grader.boundary.starting import spawn
 ADDRESS_SPACE = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # 1 GiB by default
 FILE_SIZE = 128 << 20  # no single file a tool writes may pass 128 MiB
 GRADER_PATH: list[str] = []  # sys.path as the grader handed it over (no workspace in it): what a spawned process gets
+UP = b"up\n"  # the zygote's first line to the grader: set up, and about to import the student's code
 HARNESS: list[str] = []  # the module that answers requests, as the grader named it: what a spawned process is told
 
 
@@ -82,7 +84,10 @@ def main(argv: list[str]) -> None:
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks before unlisted commands: the grader says yes (gate checks script their own)
     harness = _harness()  # here, not at the top: a spawned keeper never needs it
-
+    try:  # the last word before any of the student's code runs: from here on the side's stderr is no evidence
+        control.sendall(UP)
+    except OSError:
+        pass
     _settle(workspace)
     answer = _line(harness.answer("import", {}, workspace))
     try:
