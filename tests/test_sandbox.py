@@ -49,7 +49,7 @@ def tagged(tag: str) -> list[int]:
 
 
 def boundary() -> str:
-    from grader.grading.boundary import NoBoundary, require
+    from grader.boundary.side import NoBoundary, require
 
     try:
         return require()
@@ -303,8 +303,8 @@ def test_a_forced_sandbox_that_cannot_run_is_one_line_and_exit_2(workspace, forc
 
 
 def test_require_names_what_is_missing_and_how_to_install_it(monkeypatch):
-    from grader.grading import boundary
-    from grader.grading.backends import bwrap
+    from grader.boundary import side as boundary
+    from grader.boundary.backends import bwrap
 
     monkeypatch.delenv("WORKSHOP_SANDBOX", raising=False)
     monkeypatch.setattr(bwrap, "why_not", lambda: bwrap.INSTALL)
@@ -317,7 +317,7 @@ def test_require_names_what_is_missing_and_how_to_install_it(monkeypatch):
 
 
 def test_the_seatbelt_profile_allows_writes_only_in_the_run_folder_and_no_network():
-    from grader.grading.backends import seatbelt
+    from grader.boundary.backends import seatbelt
 
     text = seatbelt.profile(2)
     assert "(deny network*)" in text and "(deny file-write*)" in text
@@ -331,7 +331,7 @@ def test_the_seatbelt_profile_allows_writes_only_in_the_run_folder_and_no_networ
 
 
 def test_removal_cannot_fail_however_deep_or_locked(tmp_path):
-    from grader.grading.runfolder import remove_tree
+    from grader.boundary.runfolder import remove_tree
 
     top = tmp_path / "run"
     top.mkdir()
@@ -368,7 +368,7 @@ def test_links_planted_in_the_run_folder_are_never_followed(workspace, tmp_path)
 
 def test_the_grader_never_writes_or_reads_through_a_planted_link(tmp_path):
     from grader.grading.lab import CheckFailed, Lab
-    from grader.grading.runfolder import RunFolder
+    from grader.boundary.runfolder import RunFolder
 
     outside = tmp_path / "outside.txt"
     outside.write_text("a classmate's work\n")
@@ -499,9 +499,9 @@ def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_prior
     Then `unshare -Urm` gave the code a mount namespace of its own, and in it a tmpfs of any size."""
     if boundary() != "bwrap":
         pytest.skip("bubblewrap cannot start here")
-    from grader.grading import folder_caps
-    from grader.grading.backends.bwrap import Bwrap
-    from grader.grading.runfolder import RunFolder
+    from grader.boundary import folder_caps
+    from grader.boundary.backends.bwrap import Bwrap
+    from grader.boundary.runfolder import RunFolder
 
     folder, side = RunFolder(), Bwrap()
     try:

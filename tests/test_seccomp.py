@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from grader.grading.backends import seccomp
+from grader.boundary.backends import seccomp
 
 # The calls' numbers, from each architecture's own table (arch/x86/entry/syscalls/syscall_64.tbl; arm64 uses
 # include/uapi/asm-generic/unistd.h), written out here apart from the filter's own table.

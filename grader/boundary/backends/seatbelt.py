@@ -11,9 +11,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from grader.grading.backends.process import Processes
-from grader.grading.backends.paths import needed_paths
-from grader.grading.runfolder import RunFolder
+from grader.boundary.backends.process import Processes
+from grader.boundary.backends.paths import needed_paths
+from grader.boundary.runfolder import RunFolder
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 

@@ -8,7 +8,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from grader.grading.backends.linux_proc import child_pids, held_memory, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
+from grader.boundary.backends.linux_proc import child_pids, held_memory, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
 
 
 def _psutil():

@@ -4,7 +4,7 @@ New user, PID, IPC, UTS, network (and, where allowed, cgroup) namespaces: no net
 the grader's in view. An unprivileged uid inside (65534). The system, the Python environment and the kit
 read-only, the workspace read-only, the run folder the only writable place (bound at its own path, so paths agree on
 both sides), HOME inside it, the environment from an allow-list. /tmp and /dev/shm are the run folder's own tmp/ and
-shm/, on disk and under its caps (grader.grading.folder_caps), not a tmpfs: a tmpfs's files are memory no process is
+shm/, on disk and under its caps (grader.boundary.folder_caps), not a tmpfs: a tmpfs's files are memory no process is
 charged for, and its hard links pin memory its size limit does not count (3 million of them held 1.1 GB). Nothing else of the disk (the
 caller's home folder, its keys) is there at all. `--die-with-parent` ends the side if the grader dies; a small
 janitor outside then removes the run folder.
@@ -20,18 +20,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.grading import processes
-from grader.grading.backends import seccomp
-from grader.grading.backends.paths import SYSTEM, links_on_the_way, needed_paths
-from grader.grading.backends.process import Processes
-from grader.grading.runfolder import MARK, RunFolder
+from grader.boundary import processes
+from grader.boundary.backends import seccomp
+from grader.boundary.backends.paths import SYSTEM, links_on_the_way, needed_paths
+from grader.boundary.backends.process import Processes
+from grader.boundary.runfolder import MARK, RunFolder
 
 NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try")
 NOBODY = "65534"
 HIDDEN = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # readable to root's uid even inside: masked
 INSTALL = "bubblewrap is not installed: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap)"
 JANITOR = ("import os, sys, time\nif not os.read(0, 1):  # EOF without a word: the grader died\n"
-           "    time.sleep(0.2); from grader.grading.runfolder import remove_tree; remove_tree(sys.argv[1])")
+           "    time.sleep(0.2); from grader.boundary.runfolder import remove_tree; remove_tree(sys.argv[1])")
 
 
 @functools.cache
@@ -82,7 +82,7 @@ class Bwrap(Processes):
 
     def __init__(self) -> None:  # no subreaper, no sweep by mark: the namespace holds every process of the side
         self.popen, self.token = None, ""
-        self._rules: int | None = None  # the seccomp filter's pipe, while bwrap starts (grader.grading.backends.seccomp)
+        self._rules: int | None = None  # the seccomp filter's pipe, while bwrap starts (grader.boundary.backends.seccomp)
         self._janitor: subprocess.Popen | None = None
         self._known: dict[int, int] = {}
 

@@ -9,8 +9,8 @@ Three ways a clock runs out, each a CheckTimeout with its `kind`:
   crowded  the backstop: the tree kept wanting a CPU, and the run's own processes (the student's other checks) held
          the cores: the student's load, so a timeout like `cpu` (one looping tool hit by every check at once).
 The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes),
-the run folder's size (DiskExceeded, grader.grading.folder_caps) and what the machine holds for no process
-(HiddenDisk, HiddenMemory: grader.grading.hidden_memory).
+the run folder's size (DiskExceeded, grader.boundary.folder_caps) and what the machine holds for no process
+(HiddenDisk, HiddenMemory: grader.boundary.hidden_memory).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import os
 import time
 from typing import Callable
 
-from grader.grading import processes
+from grader.boundary import processes
 
 BACKSTOP = float(os.environ.get("WORKSHOP_BACKSTOP", 4.0))  # the wall-clock backstop, in budgets (raise it on a slow CI runner)
 POLL = 0.25  # seconds between two looks at the tree
@@ -62,12 +62,12 @@ class HiddenDisk(DiskExceeded):
 
 
 class HiddenMemory(HiddenDisk):
-    """The machine's kernel-held memory grew far past what is allowed (grader.grading.hidden_memory): the same end."""
+    """The machine's kernel-held memory grew far past what is allowed (grader.boundary.hidden_memory): the same end."""
 
 
 class Clock:
-    disk = None  # the run folder's watch (grader.grading.folder_caps), once `watching` is called
-    memory = None  # the machine's witness (grader.grading.hidden_memory), once `watching` is called
+    disk = None  # the run folder's watch (grader.boundary.folder_caps), once `watching` is called
+    memory = None  # the machine's witness (grader.boundary.hidden_memory), once `watching` is called
     mine: frozenset = frozenset()
 
     def __init__(self, budget: float, tree: Callable[[], list] | None = None, limit: int = TREE_MEMORY, own: tuple[int, ...] = (),

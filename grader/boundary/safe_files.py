@@ -4,7 +4,8 @@ The student's side may plant a symlink anywhere in its run folder (a thread left
 grader): a read through it would hand the grader's view of /proc/self/environ or a classmate's file to a check's
 message, a write through it would change a file outside the run folder. So every path here is walked from a
 directory fd pinned when the grader made the folder, one component at a time (`O_NOFOLLOW | O_DIRECTORY`), the last
-one opened with `O_NOFOLLOW` too, and anything that is not a plain file or folder is refused with a clear message.
+one opened with `O_NOFOLLOW` too, and anything that is not a plain file or folder is refused (`Refused`, with a clear
+message).
 """
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ import os
 import stat
 from pathlib import Path, PurePath
 
-from grader.grading.backends.linux_proc import handle_path
+from grader.boundary.backends.linux_proc import handle_path
+from grader.boundary.folder_fds import DIRECTORY
 
-DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 NO_LINK = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not block us
 LINK = "{name} is a symlink: the tool must write a file, not a link"
 
 
-def refuse(message: str):
-    from grader.grading.lab import CheckFailed  # lab imports this module: its exception, looked up when needed
+class Refused(Exception):
+    """The grader will not read or write this path (a link, a FIFO, a device, a folder where a file should be, too
+    large): the boundary's own error, which the grading layer turns into the check's failure."""
 
-    raise CheckFailed(message)
+
+def refuse(message: str):
+    raise Refused(message)
 
 
 class Pinned:
@@ -41,6 +45,11 @@ class Pinned:
     @classmethod
     def open(cls, path: Path) -> Pinned:
         return cls(path, os.open(path, DIRECTORY))
+
+    @property
+    def fd_path(self) -> str:
+        """The folder as its pinned fd names it (Linux: /proc/self/fd/N), for a watcher that takes a path."""
+        return handle_path(self.fd)
 
     def close(self) -> None:
         if self.fd >= 0:
