@@ -503,10 +503,11 @@ def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_prior
     from grader.grading.backends.bwrap import Bwrap
     from grader.grading.runfolder import RunFolder
 
-    folder, side = RunFolder(), Bwrap()
+    folder, side, workspace = RunFolder(), Bwrap(), tmp_path / "workspace"
+    workspace.mkdir()  # not tmp_path itself: pytest makes it 0700, which a root grader's side (65534) cannot enter
     try:
         said = folder.path / "said.json"
-        side.start([sys.executable, "-I", "-c", HOLDS, str(said)], folder, tmp_path, (), folder.path).wait(60)
+        side.start([sys.executable, "-I", "-c", HOLDS, str(said)], folder, workspace, (), folder.path).wait(60)
         out = json.loads(said.read_text())
         seen = folder_caps.measure(folder.fd)  # what the run folder's walk counts
         shm, tmp = seen.by_bytes["shm"], seen.by_entries["tmp"]
@@ -539,3 +540,72 @@ def test_a_spawned_workers_own_import_is_measured_and_only_its_check_is_blamed(w
     others = [entry for entry in report["checks"] if entry["status"] == "error"]
     assert not any("MB" in entry["message"] for entry in others), [entry["message"][:160] for entry in others]
     assert left == NOTHING_LEFT
+
+
+ROOTLESS = """
+import ctypes, json, os, sys
+libc, out = ctypes.CDLL(None, use_errno=True), {}
+def attempt(name, call):
+    try:
+        call()
+        out[name] = "ok"
+    except OSError as error:
+        out[name] = error.strerror
+uid = os.getresuid()[0]
+for line in open("/proc/self/uid_map"):
+    inside, outside, count = map(int, line.split())
+    if inside <= uid < inside + count:
+        out["host_uid"] = outside + uid - inside
+attempt("core_pattern", lambda: open("/proc/sys/kernel/core_pattern", "r+"))
+attempt("sysctl", lambda: open("/proc/sys/vm/drop_caches", "w"))
+attempt("sysrq", lambda: open("/proc/sysrq-trigger", "w"))
+for name in ("/etc/shadow", "/etc/shadow-", "/etc/gshadow-"):
+    attempt(name, lambda: out.setdefault(name + " holds", open(name).read()))
+keyctl = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+out["keyctl"] = "ok" if libc.syscall(keyctl, 0, ctypes.c_long(-3), 0) >= 0 else os.strerror(ctypes.get_errno())
+open(sys.argv[1], "w").write(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
+def test_the_side_is_never_the_hosts_root_and_reaches_no_keyring(tmp_path):
+    """Issue 25, door 1: a root grader's side was the host's uid 0 (core_pattern writable: the kernel ran the student's
+    script as real root; /etc/shadow- readable), and keyctl read the instructor's session keyring."""
+    if boundary() != "bwrap":
+        pytest.skip("bubblewrap cannot start here")
+    from grader.grading.backends.bwrap import Bwrap
+    from grader.grading.runfolder import RunFolder
+
+    folder, side, workspace = RunFolder(), Bwrap(), tmp_path / "workspace"
+    workspace.mkdir()
+    try:
+        said = folder.path / "said.json"
+        side.start([sys.executable, "-I", "-c", ROOTLESS, str(said)], folder, workspace, (), folder.path).wait(60)
+        out = json.loads(said.read_text())
+    finally:
+        side.end()
+        folder.close()
+    assert out["host_uid"] != 0 and (os.geteuid() != 0 or out["host_uid"] == 65534), out
+    assert out["core_pattern"] in ("Permission denied", "Read-only file system"), out
+    assert out["sysctl"] == "Read-only file system" and out["sysrq"] != "ok", out
+    assert not [name for name in out if name.endswith(" holds") and "root:" in out[name]], "masked, or out of reach"
+    assert out["keyctl"] == "Operation not permitted"
+
+
+def test_every_start_holds_a_fresh_session_keyring_of_its_own():
+    """The side is started from a thread that joined a new session keyring: nothing of the grader's is in it."""
+    import ctypes
+
+    from grader.grading.backends.identity import in_fresh_keyring
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    keyctl = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+    session = lambda: libc.syscall(keyctl, 0, ctypes.c_long(-3), 1)  # KEYCTL_GET_KEYRING_ID of @s, made if missing
+    ours = session()
+    if ours < 0:
+        pytest.skip(f"keyrings are refused here: {os.strerror(ctypes.get_errno())}")
+    first, second = in_fresh_keyring(session), in_fresh_keyring(session)
+    assert len({ours, first, second}) == 3 and min(first, second) > 0
+    assert session() == ours, "the grader's own thread keeps its keyring"
+    with pytest.raises(ZeroDivisionError):
+        in_fresh_keyring(lambda: 1 / 0)

@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.grading.backends.identity import hand_over
 from grader.grading.backends.linux_proc import handle_path
 
 MAX_ANSWER = 32 << 20  # bytes of one answer line from a worker; the worker says so instead of sending more
@@ -28,9 +29,10 @@ class RunFolder:
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
+        hand_over(self.fd)  # a root grader's side is 65534 on the host: what the grader makes for it is 65534's
         self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
         for folder in (self.tmp, self.home, self.shm):
-            folder.mkdir()
+            self._made(folder)
         self.token = os.urandom(8).hex()
         self._numbers = itertools.count(1)  # next() on it is atomic: lanes make folders at once
         from grader.grading.folder_caps import DiskWatch
@@ -40,8 +42,16 @@ class RunFolder:
         self.memory = MemoryWitness()  # the machine's memory as the run began: what no process holds is watched too
 
     def folder(self, kind: str) -> Path:
-        path = self.path / f"{kind}-{next(self._numbers)}"
-        path.mkdir()
+        return self._made(self.path / f"{kind}-{next(self._numbers)}")
+
+    def _made(self, path: Path) -> Path:
+        """A new folder of the side's, by its name in the pinned run folder (never through a link)."""
+        os.mkdir(path.name, dir_fd=self.fd)
+        fd = os.open(path.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+        try:
+            hand_over(fd)
+        finally:
+            os.close(fd)
         return path
 
     def pinned(self, kind: str):
