@@ -73,13 +73,17 @@ def _state(pid: int) -> str:
 
 
 def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, timeout: float = 300, solved: bool = True, append=True,
-                  extra_env: dict | None = None):
-    """Grade a workspace with the fixture in it, with canary secrets about; what is left after it, outside the run folder."""
+                  extra_env: dict | None = None, user=None):
+    """Grade a workspace with the fixture in it, with canary secrets about; what is left after it, outside the run folder.
+
+    user: an OrdinaryUser (tests/test_identity.py) to grade as, in its folder, instead of as this process's user."""
     import socket
 
     if "boundary" in header(fixture, "needs") and not boundary():
         pytest.skip("needs a real boundary (bubblewrap); .ci/run installs it")
     root = workspace(lesson, solved=solved)
+    if user:
+        tmp_path, root = user.folder, user.workspace(root)
     target = root / ("rover/tools/read.py" if append else "rover/__init__.py")
     target.write_text(target.read_text() + "\n\n" + fixture.read_text())
     before = sorted(str(path.relative_to(root)) for path in root.rglob("*"))
@@ -92,6 +96,8 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
     classmate.write_text("# a classmate's work\n")
     kit_before = [path.read_bytes() for path in KIT]
     log.touch()
+    if user:
+        user.own(temp, home, log)
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
     env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home), "ANTHROPIC_API_KEY": CANARY_KEY,
@@ -100,9 +106,11 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
            "WORKSHOP_BACKSTOP": "1000", **dict(pair.split("=", 1) for pair in header(fixture, "env").split()),
            **(extra_env or {})}  # only CPU budgets may end a check here, however busy the machine
     started = time.monotonic()
+    command = [*(user.command if user else [sys.executable]), "-m", "grader.cli", "check", "--json", "--lesson", str(lesson),
+               "--gradescope", str(results)]
+    grade = lambda: subprocess.run(command, cwd=root, env=env, capture_output=True, timeout=timeout)
     try:
-        done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--lesson", str(lesson), "--gradescope", str(results)],
-                              cwd=root, env=env, capture_output=True, timeout=timeout)
+        done = planted_keyring(grade) if header(fixture, "plant") == "keyring" else grade()
         took = time.monotonic() - started
         time.sleep(0.3)  # a straggler would have shown itself by now
         try:
@@ -125,6 +133,24 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
         if path.read_bytes() != old:
             path.write_bytes(old)
     return done, took, left, results
+
+def planted_keyring(grade):
+    """grade() run with a key in its session keyring, "workshop-canary" holding the canary API key: a session keyring
+    of its own (joined in the starter thread, as the grader joins one for its side), the instructor's stand-in."""
+    import ctypes
+
+    from grader.grading.backends.identity import in_fresh_keyring
+
+    def planted():
+        libc = ctypes.CDLL(None, use_errno=True)
+        add_key = {"x86_64": 248, "aarch64": 217}.get(os.uname().machine, -1)
+        payload = CANARY_KEY.encode()
+        if libc.syscall(add_key, b"user", b"workshop-canary", payload, len(payload), ctypes.c_long(-3)) < 0:
+            pytest.skip(f"no keyring to plant a key in here: {os.strerror(ctypes.get_errno())}")
+        return grade()
+
+    return in_fresh_keyring(planted)
+
 
 NOTHING_LEFT = {"tagged": [], "logged": [], "temp": [], "workspace": [], "secrets": [], "reached": False, "changed": []}
 
@@ -314,20 +340,6 @@ def test_require_names_what_is_missing_and_how_to_install_it(monkeypatch):
     monkeypatch.setenv("WORKSHOP_SANDBOX", "process")
     with pytest.raises(boundary.NoBoundary, match="--unsafe-no-sandbox"):
         boundary.require()
-
-
-def test_the_seatbelt_profile_allows_writes_only_in_the_run_folder_and_no_network():
-    from grader.grading.backends import seatbelt
-
-    text = seatbelt.profile(2)
-    assert "(deny network*)" in text and "(deny file-write*)" in text
-    allowed = text.split("(allow file-write*", 1)[1].split(")\n(", 1)[0]
-    assert '(subpath (param "RUN"))' in allowed and "HOME" not in allowed and "READ_" not in allowed
-    assert '(deny file-read* (subpath (param "HOME")))' in text and '(subpath (param "READ_1"))' in text
-    assert text.index("(deny file-read*") < text.index("(allow file-read*"), "the later rule wins: the needed paths are readable"
-    command = seatbelt.command(["python", "-c", "pass"], Path("/tmp/run x"), Path("/Users/ada"), [Path("/kit"), Path("/ws")])
-    assert command[:2] == [seatbelt.SANDBOX_EXEC, "-p"] and command[-3:] == ["python", "-c", "pass"]
-    assert "RUN=/tmp/run x" in command and "READ_1=/ws" in command and "/tmp/run x" not in command[2], "paths are parameters"
 
 
 def test_removal_cannot_fail_however_deep_or_locked(tmp_path):
@@ -541,71 +553,3 @@ def test_a_spawned_workers_own_import_is_measured_and_only_its_check_is_blamed(w
     assert not any("MB" in entry["message"] for entry in others), [entry["message"][:160] for entry in others]
     assert left == NOTHING_LEFT
 
-
-ROOTLESS = """
-import ctypes, json, os, sys
-libc, out = ctypes.CDLL(None, use_errno=True), {}
-def attempt(name, call):
-    try:
-        call()
-        out[name] = "ok"
-    except OSError as error:
-        out[name] = error.strerror
-uid = os.getresuid()[0]
-for line in open("/proc/self/uid_map"):
-    inside, outside, count = map(int, line.split())
-    if inside <= uid < inside + count:
-        out["host_uid"] = outside + uid - inside
-attempt("core_pattern", lambda: open("/proc/sys/kernel/core_pattern", "r+"))
-attempt("sysctl", lambda: open("/proc/sys/vm/drop_caches", "w"))
-attempt("sysrq", lambda: open("/proc/sysrq-trigger", "w"))
-for name in ("/etc/shadow", "/etc/shadow-", "/etc/gshadow-"):
-    attempt(name, lambda: out.setdefault(name + " holds", open(name).read()))
-keyctl = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
-out["keyctl"] = "ok" if libc.syscall(keyctl, 0, ctypes.c_long(-3), 0) >= 0 else os.strerror(ctypes.get_errno())
-open(sys.argv[1], "w").write(json.dumps(out))
-"""
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
-def test_the_side_is_never_the_hosts_root_and_reaches_no_keyring(tmp_path):
-    """Issue 25, door 1: a root grader's side was the host's uid 0 (core_pattern writable: the kernel ran the student's
-    script as real root; /etc/shadow- readable), and keyctl read the instructor's session keyring."""
-    if boundary() != "bwrap":
-        pytest.skip("bubblewrap cannot start here")
-    from grader.grading.backends.bwrap import Bwrap
-    from grader.grading.runfolder import RunFolder
-
-    folder, side, workspace = RunFolder(), Bwrap(), tmp_path / "workspace"
-    workspace.mkdir()
-    try:
-        said = folder.path / "said.json"
-        side.start([sys.executable, "-I", "-c", ROOTLESS, str(said)], folder, workspace, (), folder.path).wait(60)
-        out = json.loads(said.read_text())
-    finally:
-        side.end()
-        folder.close()
-    assert out["host_uid"] != 0 and (os.geteuid() != 0 or out["host_uid"] == 65534), out
-    assert out["core_pattern"] in ("Permission denied", "Read-only file system"), out
-    assert out["sysctl"] == "Read-only file system" and out["sysrq"] != "ok", out
-    assert not [name for name in out if name.endswith(" holds") and "root:" in out[name]], "masked, or out of reach"
-    assert out["keyctl"] == "Operation not permitted"
-
-
-def test_every_start_holds_a_fresh_session_keyring_of_its_own():
-    """The side is started from a thread that joined a new session keyring: nothing of the grader's is in it."""
-    import ctypes
-
-    from grader.grading.backends.identity import in_fresh_keyring
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    keyctl = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
-    session = lambda: libc.syscall(keyctl, 0, ctypes.c_long(-3), 1)  # KEYCTL_GET_KEYRING_ID of @s, made if missing
-    ours = session()
-    if ours < 0:
-        pytest.skip(f"keyrings are refused here: {os.strerror(ctypes.get_errno())}")
-    first, second = in_fresh_keyring(session), in_fresh_keyring(session)
-    assert len({ours, first, second}) == 3 and min(first, second) > 0
-    assert session() == ours, "the grader's own thread keeps its keyring"
-    with pytest.raises(ZeroDivisionError):
-        in_fresh_keyring(lambda: 1 / 0)
