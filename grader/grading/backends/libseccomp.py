@@ -8,7 +8,6 @@ systemd. Nothing here is loaded until a filter is built.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
 
@@ -32,11 +31,18 @@ class Compare(ctypes.Structure):
 @functools.cache
 def library() -> ctypes.CDLL | None:
     """The loaded library with its signatures, or None where it is not installed."""
-    name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     try:
-        lib = ctypes.CDLL(name, use_errno=True)
-    except OSError:
-        return None
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:  # find_library runs ldconfig (150 ms): only where the usual name is not found
+        import ctypes.util
+
+        name = ctypes.util.find_library("seccomp")
+        try:
+            lib = ctypes.CDLL(name, use_errno=True) if name else None
+        except OSError:
+            lib = None
+        if lib is None:
+            return None
     lib.seccomp_init.restype, lib.seccomp_init.argtypes = ctypes.c_void_p, [ctypes.c_uint32]
     lib.seccomp_release.argtypes = [ctypes.c_void_p]
     lib.seccomp_arch_resolve_name.restype, lib.seccomp_arch_resolve_name.argtypes = ctypes.c_uint32, [ctypes.c_char_p]
