@@ -34,9 +34,9 @@ def library() -> ctypes.CDLL | None:
     try:
         lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
     except OSError:  # find_library runs ldconfig (150 ms): only where the usual name is not found
-        import ctypes.util
+        from ctypes.util import find_library
 
-        name = ctypes.util.find_library("seccomp")
+        name = find_library("seccomp")
         try:
             lib = ctypes.CDLL(name, use_errno=True) if name else None
         except OSError:
