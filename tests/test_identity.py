@@ -16,18 +16,10 @@ import pytest
 
 import grader
 from tests.conftest import FIXTURES
-from tests.test_sandbox import NOTHING_LEFT, boundary, grade_hostile, header
+from tests.test_sandbox import NOTHING_LEFT, PRELUDE, grade_hostile, header, run_in_side
 
 
-ROOTLESS = """
-import ctypes, json, os, sys
-libc, out = ctypes.CDLL(None, use_errno=True), {}
-def attempt(name, call):
-    try:
-        call()
-        out[name] = "ok"
-    except OSError as error:
-        out[name] = error.strerror
+ROOTLESS = PRELUDE + """
 uid = os.getresuid()[0]
 for line in open("/proc/self/uid_map"):
     inside, outside, count = map(int, line.split())
@@ -48,20 +40,7 @@ open(sys.argv[1], "w").write(json.dumps(out))
 def test_the_side_is_never_the_hosts_root_and_reaches_no_keyring(tmp_path):
     """Issue 25, door 1: a root grader's side was the host's uid 0 (core_pattern writable: the kernel ran the student's
     script as real root; /etc/shadow- readable), and keyctl read the instructor's session keyring."""
-    if boundary() != "bwrap":
-        pytest.skip("bubblewrap cannot start here")
-    from grader.grading.backends.bwrap import Bwrap
-    from grader.grading.runfolder import RunFolder
-
-    folder, side, workspace = RunFolder(), Bwrap(), tmp_path / "workspace"
-    workspace.mkdir()
-    try:
-        said = folder.path / "said.json"
-        side.start([sys.executable, "-I", "-c", ROOTLESS, str(said)], folder, workspace, (), folder.path).wait(60)
-        out = json.loads(said.read_text())
-    finally:
-        side.end()
-        folder.close()
+    out, _ = run_in_side(tmp_path, ROOTLESS)
     assert out["host_uid"] != 0 and (os.geteuid() != 0 or out["host_uid"] == 65534), out
     assert out["core_pattern"] in ("Permission denied", "Read-only file system"), out
     assert out["sysctl"] == "Read-only file system" and out["sysrq"] != "ok", out

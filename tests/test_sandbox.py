@@ -452,7 +452,7 @@ def test_the_process_fallback_says_so_on_screen_and_in_every_report(workspace, t
     assert 'name="sandbox" value="process"' in text and "Graded without a sandbox" in text
 
 
-HOLDS = """
+PRELUDE = """
 import ctypes, json, os, subprocess, sys, threading
 libc, out = ctypes.CDLL(None, use_errno=True), {}
 def attempt(name, call):
@@ -461,6 +461,8 @@ def attempt(name, call):
         out[name] = "ok"
     except OSError as error:
         out[name] = error.strerror
+"""
+HOLDS = PRELUDE + """
 fd = os.open("held", os.O_CREAT | os.O_RDWR)
 out["fallocate"] = "ok" if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(1 << 30)) == 0 else os.strerror(ctypes.get_errno())
 out["shmget"] = "ok" if libc.shmget(0, 1 << 20, 0o1600) >= 0 else os.strerror(ctypes.get_errno())
@@ -503,15 +505,11 @@ open(sys.argv[1], "w").write(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
-def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_priority(tmp_path):
-    """Attack wave 3: fallocate reserved 1.9 GiB in one call past the 128 MiB file limit; memfd, SysV shared memory
-    and an unbounded /dev/shm held RAM nothing counted (then hard links in a sized tmpfs did); SCHED_IDLE made an
-    endless loop look like a busy machine.
-    Then `unshare -Urm` gave the code a mount namespace of its own, and in it a tmpfs of any size."""
+def run_in_side(tmp_path: Path, script: str, look=lambda folder: None):
+    """`script` run by python in a bwrap side of its own (its argv[1]: where to write the JSON it says); that JSON, and
+    what `look(run_folder)` saw before the folder went."""
     if boundary() != "bwrap":
         pytest.skip("bubblewrap cannot start here")
-    from grader.grading import folder_caps
     from grader.grading.backends.bwrap import Bwrap
     from grader.grading.runfolder import RunFolder
 
@@ -519,13 +517,23 @@ def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_prior
     workspace.mkdir()  # not tmp_path itself: pytest makes it 0700, which a root grader's side (65534) cannot enter
     try:
         said = folder.path / "said.json"
-        side.start([sys.executable, "-I", "-c", HOLDS, str(said)], folder, workspace, (), folder.path).wait(60)
-        out = json.loads(said.read_text())
-        seen = folder_caps.measure(folder.fd)  # what the run folder's walk counts
-        shm, tmp = seen.by_bytes["shm"], seen.by_entries["tmp"]
+        side.start([sys.executable, "-I", "-c", script, str(said)], folder, workspace, (), folder.path).wait(60)
+        return json.loads(said.read_text()), look(folder)
     finally:
         side.end()
         folder.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
+def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_priority(tmp_path):
+    """Attack wave 3: fallocate reserved 1.9 GiB in one call past the 128 MiB file limit; memfd, SysV shared memory
+    and an unbounded /dev/shm held RAM nothing counted (then hard links in a sized tmpfs did); SCHED_IDLE made an
+    endless loop look like a busy machine.
+    Then `unshare -Urm` gave the code a mount namespace of its own, and in it a tmpfs of any size."""
+    from grader.grading import folder_caps
+
+    out, seen = run_in_side(tmp_path, HOLDS, lambda folder: folder_caps.measure(folder.fd))  # what the run folder's walk counts
+    shm, tmp = seen.by_bytes["shm"], seen.by_entries["tmp"]
     refused = {"io_uring": "Function not implemented", "fallocate": "Operation not supported", "shmget": "Function not implemented", "memfd_create": "Function not implemented",
                "nice": "Operation not permitted", "sched_idle": "Operation not permitted", "dev": "Read-only file system"}
     assert {name: out[name] for name in refused} == refused

@@ -13,7 +13,6 @@ takes its creator thread's), so the grader's own keys, and the instructor's, are
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import threading
@@ -54,7 +53,14 @@ def in_fresh_keyring(start: Callable[[], Result]) -> Result:
     outcome: dict[str, object] = {}
     done = threading.Event()
     _requests.put((start, outcome, done))
-    done.wait()
+    interrupted: BaseException | None = None
+    while not done.is_set():
+        try:
+            done.wait()
+        except BaseException as stop:  # Ctrl-C, SIGTERM's SystemExit: raised once the start is whole, so that what it
+            interrupted = interrupted or stop  # started is the caller's to end, never half made behind its back
+    if interrupted is not None:
+        raise interrupted
     if "failure" in outcome:
         raise outcome["failure"]  # type: ignore[misc]
     return outcome["result"]  # type: ignore[return-value]
@@ -79,6 +85,8 @@ def _starter(requests: queue.SimpleQueue) -> None:
 def _join_new_session_keyring() -> None:
     """keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL) for the calling thread only; where keyrings are missing or refused
     (a container's own filter), nothing to do: the side cannot reach them either."""
+    import ctypes
+
     from grader.grading.backends import libseccomp
 
     lib = libseccomp.library()
