@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.boundary.folder_fds import DIRECTORY, open_unlocked, unlock
 from grader.boundary.safe_files import Pinned, Refused
+from grader.boundary.backends.identity import hand_over
 
 MAX_ANSWER = 32 << 20  # bytes of one answer line from a worker; the worker says so instead of sending more
 CRASH_LOG = "crash.log"  # in each worker's scratch cwd: faulthandler's traceback of a hang or a crash
@@ -34,9 +35,10 @@ class RunFolder:
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
+        hand_over(self.fd)  # a root grader's side is 65534 on the host: what the grader makes for it is 65534's
         self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
         for folder in (self.tmp, self.home, self.shm):
-            folder.mkdir()
+            self._made(folder)
         self.token = os.urandom(8).hex()
         self._numbers = itertools.count(1)  # next() on it is atomic: lanes make folders at once
         from grader.boundary.folder_caps import DiskWatch
@@ -46,8 +48,16 @@ class RunFolder:
         self.memory = MemoryWitness()  # the machine's memory as the run began: what no process holds is watched too
 
     def folder(self, kind: str) -> Path:
-        path = self.path / f"{kind}-{next(self._numbers)}"
-        path.mkdir()
+        return self._made(self.path / f"{kind}-{next(self._numbers)}")
+
+    def _made(self, path: Path) -> Path:
+        """A new folder of the side's, by its name in the pinned run folder (never through a link)."""
+        os.mkdir(path.name, dir_fd=self.fd)
+        fd = os.open(path.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+        try:
+            hand_over(fd)
+        finally:
+            os.close(fd)
         return path
 
     def pinned(self, kind: str):

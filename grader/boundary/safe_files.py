@@ -16,6 +16,7 @@ from pathlib import Path, PurePath
 
 from grader.boundary.backends.linux_proc import handle_path
 from grader.boundary.folder_fds import DIRECTORY
+from grader.boundary.backends.identity import hand_over, hand_over_entry
 
 NO_LINK = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not block us
 LINK = "{name} is a symlink: the tool must write a file, not a link"
@@ -40,7 +41,9 @@ class Pinned:
     def make(cls, parent: int, name: str, path: Path) -> Pinned:
         """mkdir `name` in the folder `parent` (an fd) and pin it; a link planted in its place is refused."""
         os.mkdir(name, 0o755, dir_fd=parent)
-        return cls(path, os.open(name, DIRECTORY, dir_fd=parent))
+        pinned = cls(path, os.open(name, DIRECTORY, dir_fd=parent))
+        hand_over(pinned.fd)  # what the grader makes for the side is the side's (grader.boundary.backends.identity)
+        return pinned
 
     @classmethod
     def open(cls, path: Path) -> Pinned:
@@ -82,6 +85,7 @@ class Pinned:
                 if make:
                     try:
                         os.mkdir(part, 0o755, dir_fd=fd)
+                        hand_over_entry(part, fd)
                     except FileExistsError:
                         pass
                 current, fd = fd, -1
@@ -183,6 +187,7 @@ class Pinned:
             os.close(fd)
         try:
             os.set_blocking(out, True)
+            hand_over(out)
             view = memoryview(data)
             while view:
                 view = view[os.write(out, view):]
@@ -198,6 +203,7 @@ class Pinned:
         fd, name = self.parent(path, make=True)
         try:
             os.mkdir(name, 0o755, dir_fd=fd)
+            hand_over_entry(name, fd)
         except FileExistsError:
             if not (exist_ok and self.is_dir(path)):
                 raise
@@ -210,6 +216,7 @@ class Pinned:
         fd, name = self.parent(path)
         try:
             os.symlink(target, name, dir_fd=fd)
+            hand_over_entry(name, fd)
         finally:
             os.close(fd)
 
