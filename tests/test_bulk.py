@@ -234,7 +234,7 @@ def _path_without_bwrap(tmp_path: Path) -> str:
 def test_without_a_sandbox_class_grade_refuses_unless_told_and_then_every_report_says_so(workspace, tmp_path, monkeypatch):
     root = workspace(1, solved=True)
     monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path))
-    from grader.grading.backends import bwrap
+    from grader.boundary.backends import bwrap
 
     # bwrap is probed once a process: a fresh probe for this test's PATH, and the process's own back afterwards
     monkeypatch.setattr(bwrap, "why_not", functools.cache(bwrap.why_not.__wrapped__))
@@ -315,7 +315,7 @@ def test_a_row_stopped_for_memory_no_count_could_pin_is_graded_again_alone_after
     import time
 
     from grader.classroom import student_run
-    from grader.grading.hidden_memory import LOST
+    from grader.boundary.hidden_memory import LOST
     from grader.grading.runner import Outcome
 
     check = kit.lesson(0).checks[0]

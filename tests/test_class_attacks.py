@@ -2,7 +2,7 @@
 imports the workspace), each through the real command, each against whatever boundary `require()` chose.
 
 Each docstring names the defence the test relies on: bubblewrap's namespaces and read-only kit
-(grader.grading.boundary), or the per-student processes of bulk grading.
+(grader.boundary.side), or the per-student processes of bulk grading.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import pytest
 
 from grader.course import kit
 
-from grader.grading.boundary import NoBoundary, require
+from grader.boundary.side import NoBoundary, require
 
 try:
     BOUNDARY = require() == "bwrap"

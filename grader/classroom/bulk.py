@@ -27,7 +27,7 @@ from grader.course.workspace import ANSWERS, NotAWorkspace, Workspace
 from grader.errors import WorkshopError
 from grader.grading.runner import Outcome
 
-from grader.grading.boundary import NoBoundary, require
+from grader.boundary.side import NoBoundary, require
 
 TIMEOUT = 600.0  # seconds one student's grading may take, start to end
 UNSAFE = "none (--unsafe-no-sandbox: student code ran with the instructor's rights)"

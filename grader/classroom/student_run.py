@@ -21,8 +21,8 @@ from pathlib import Path
 
 from grader.classroom.cleanup import MARK, end_processes, give, kill_group
 from grader.course import kit
-from grader.grading.hidden_memory import LOST as LOST_MEMORY
-from grader.grading.proxy import OUT_OF_MEMORY
+from grader.boundary.hidden_memory import LOST as LOST_MEMORY
+from grader.boundary.proxy import OUT_OF_MEMORY
 from grader.grading.runner import Outcome
 
 OUTPUT_LIMIT = 16 << 20  # bytes of JSON a grading process may print
