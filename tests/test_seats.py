@@ -121,10 +121,11 @@ def test_class_students_lists_renames_removes_and_approves(store):
 
 
 def test_names_are_safe_on_a_terminal_and_in_a_spreadsheet():
-    assert for_terminal("\x1b]0;title\x07Ada\x1b[2J\r\n\u202eevil\u2028") == "]0;titleAda[2Jevil"
+    assert for_terminal("\x1b]0;title\x07Ada\x1b[2J\r\n\u202eevil\u2028") == "]0;titleAda[2J evil"  # a line break: a space
     assert for_terminal("Zoë Ñúñez 李") == "Zoë Ñúñez 李"
-    for formula in ("=HYPERLINK(\"x\")", "@SUM(A1)", "+1", "-1+2", "\t=1", " =1", "＝1"):
+    for formula in ("=HYPERLINK(\"x\")", "@SUM(A1)", "+1", "-1+2", " =1", "＝1"):
         assert csv_cell(formula) == "'" + formula
+    assert csv_cell("\t=1") == "' =1" and csv_cell("\x1b=1\ud800") == "'=1\ufffd"  # no control or surrogate stays
     assert csv_cell("Ada") == "Ada" and csv_cell(-3) == -3 and csv_cell("") == ""
 
 

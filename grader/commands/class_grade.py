@@ -79,7 +79,7 @@ def _show(run, console) -> None:
     for column in ("student", "lesson", "score", "result"):
         table.add_column(column)
     for student in run.students:
-        name = escape(for_terminal(student.name))
+        name = escape(for_terminal(student.name)) + (f" [dim]({escape(for_terminal(student.author))})[/]" if student.author else "")
         if student.graded:
             mark = "[green]✓[/]" if student.passed else "[red]✗[/]"
             table.add_row(name, str(student.lesson), f"{student.score}/{student.max_score}",
