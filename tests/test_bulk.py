@@ -218,7 +218,7 @@ def test_a_zip_of_60000_entries_is_refused_from_its_directory_in_well_under_a_se
     started = time.monotonic()
     [student] = bulk.collect([str(archive)], scratch)
     assert time.monotonic() - started < 0.5
-    assert "60,000 entries" in student.problem and not any(scratch.rglob("f1"))
+    assert "more than 10,000 entries" in student.problem and not any(scratch.rglob("f1"))
 
 
 def _path_without_bwrap(tmp_path: Path) -> str:

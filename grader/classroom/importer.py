@@ -172,9 +172,10 @@ def _name_of(path: Path) -> str:
     return clean(path.name or path.resolve().name)
 
 
-def _stem(url: str) -> str:
-    tail = unquote(url).rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-    return clean(tail.removesuffix(".git") or url)
+def _stem(target: str) -> str:
+    """A repository's name: its folder's (a path or a file:// URL), without `.git`."""
+    path = Path(unquote(urlparse(target).path) if target.startswith("file:") else target)
+    return clean(path.name.removesuffix(".git") or path.resolve().name)
 
 
 def _is_bare_repo(path: Path) -> bool:
