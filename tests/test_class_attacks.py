@@ -397,3 +397,13 @@ def test_a_lone_surrogate_or_a_control_in_any_message_leaves_every_report_writte
         assert "\x1b" not in text and "\u202e" not in text and "\\ud800" not in text and len(text) < 60_000, kind
     data = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
     assert data["students"][0]["name"] == "s\ufffd" and data["students"][1]["problem"].startswith("boom \ufffd\ufffd[2J")
+
+
+def test_gradescope_results_pass_the_sanitizer_too(tmp_path):
+    """Door 5 on the autograder's writer: a check message with a lone surrogate and an escape sequence."""
+    from grader.classroom.autograder import publish
+
+    results = {"score": 0, "output": "line one\nline two", "tests": [{"name": "read.numbered", "output": "x\ud800\x1b[2J\u202ey"}]}
+    publish(results, tmp_path / "results.json")
+    written = json.loads((tmp_path / "results.json").read_bytes().decode("utf-8"))
+    assert written["tests"][0]["output"] == "x\ufffd[2Jy" and written["output"] == "line one\nline two"

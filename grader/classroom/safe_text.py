@@ -49,14 +49,15 @@ def clean_message(text: object) -> str:
     return clean(text, MESSAGE_LIMIT, lines=True)
 
 
-def clean_tree(value: object) -> object:
-    """Every string in a JSON-like tree (dict keys too) through `clean_message`: a report's data, ready to write."""
+def clean_tree(value: object, limit: int = MESSAGE_LIMIT) -> object:
+    """Every string in a JSON-like tree (dict keys too) cleaned as a message of at most `limit` characters: a
+    report's data, ready to write."""
     if isinstance(value, str):
-        return clean_message(value)
+        return clean(value, limit, lines=True)
     if isinstance(value, dict):
-        return {clean_message(key) if isinstance(key, str) else key: clean_tree(item) for key, item in value.items()}
+        return {clean(key, limit, lines=True) if isinstance(key, str) else key: clean_tree(item, limit) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [clean_tree(item) for item in value]
+        return [clean_tree(item, limit) for item in value]
     return value
 
 
