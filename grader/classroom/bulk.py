@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable
 
 from grader.classroom import cleanup, importer, student_run
-from grader.classroom.importer import check_targets  # noqa: F401  (bulk.check_targets, as before)
 from grader.classroom.safe_text import clean_message
 from grader.course.workspace import NotAWorkspace, Workspace
 from grader.errors import WorkshopError
