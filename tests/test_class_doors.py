@@ -72,6 +72,11 @@ def test_a_submission_that_only_links_to_a_classmates_work_is_not_graded_as_thei
     assert "symbolic link (to ../bob)" in rows["work"].problem and "symbolic link" in rows["eve"].problem
     assert "not a Rover workspace" in rows["oscar"].problem
     assert "symbolic link (objects)" in rows["trudy"].problem and "alternates" in rows["peggy"].problem
+    walter = tmp_path / "walter"  # a repository by URL whose .git is a file naming Bob's
+    walter.mkdir()
+    (walter / ".git").write_text(f"gitdir: {bob_git}\n")
+    [by_url] = bulk.collect([walter.as_uri()], scratch, lesson=1)
+    assert by_url.name == "walter" and by_url.path is None and ".git is a file or a link" in by_url.problem
 
 
 def test_a_zip_whose_end_record_says_one_entry_is_counted_from_its_directory(tmp_path):
