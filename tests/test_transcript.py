@@ -197,8 +197,8 @@ def test_the_lesson_3_comparison_shows_write_sending_more_than_edit(tmp_path, mo
     assert written["write"] > written["edit"]
     page = (tmp_path / "both.html").read_text()
     ratio = written["write"] / written["edit"]
-    assert (f"write sent {ratio:.2f}× the output tokens of edit ({written['write']:,} vs {written['edit']:,})") in page
-    assert f"write sent {sent['write'] / sent['edit']:.2f}× the input tokens of edit" in page
+    assert (f"write sent {sent['write'] / sent['edit']:.2f}× the input tokens ({sent['write']:,} vs {sent['edit']:,}) "
+            f"and {ratio:.2f}× the output tokens ({written['write']:,} vs {written['edit']:,}) of edit; it cost") in page
     assert [tool["name"] for request in write.requests for tool in request.tool_calls] == ["read", "write", "bash"]
     diff = write.requests[1].tool_calls[0]["diff"].splitlines()
     changed = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]

@@ -185,15 +185,14 @@ def _legend(bars: list[list[Segment]]) -> list[tuple[str, str]]:
 
 
 def _comparison(views: list[RunView]) -> list[str]:
-    """The two runs' ratios, the dearer run first: input tokens (what the requests carried), output tokens (what
-    the model wrote, at five times the price), and the estimated cost."""
+    """The two runs' ratios in one sentence, the dearer run first: input tokens (what the requests carried), output
+    tokens (what the model wrote, at five times the price), and the estimated cost."""
     if len(views) != 2:
         return []
     cheap, dear = sorted(views, key=lambda view: (view.cost, view.sent))
-    lines = []
-    for what, high, low in (("input tokens", dear.sent, cheap.sent), ("output tokens", dear.written, cheap.written)):
-        if low:
-            lines.append(f"{dear.name} sent {high / low:.2f}× the {what} of {cheap.name} ({high:,} vs {low:,})")
-    if cheap.cost:
-        lines.append(f"{dear.name} cost {dear.cost / cheap.cost:.2f}× as much as {cheap.name} (≈ ${dear.cost:.4f} vs ${cheap.cost:.4f})")
-    return lines
+    parts = [f"{high / low:.2f}× the {what} ({high:,} vs {low:,})" for what, high, low in
+             (("input tokens", dear.sent, cheap.sent), ("output tokens", dear.written, cheap.written)) if low]
+    if not parts:
+        return []
+    cost = f"; it cost {dear.cost / cheap.cost:.2f}× as much (≈ ${dear.cost:.4f} vs ${cheap.cost:.4f})" if cheap.cost else ""
+    return [f"{dear.name} sent {' and '.join(parts)} of {cheap.name}{cost}"]
