@@ -205,6 +205,24 @@ def test_the_lesson_3_comparison_shows_write_sending_more_than_edit(tmp_path, mo
     assert len(changed) == 7 and changed[0].startswith("-    formats"), "the write's diff: the one line it replaced, and six"
 
 
+def test_demo_records_its_run_and_draws_the_bar(started, tmp_path):
+    import subprocess
+
+    root = started(3, solved=True)
+    file = tmp_path / "demo.json"
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "demo", "--transcript", str(file)], cwd=root,
+                          capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    bars = [line for line in done.stdout.splitlines() if line.startswith("  context ")]
+    assert len(bars) == 4 and all(len(line) <= 80 for line in bars) and "tokens: " not in done.stdout
+    assert f"transcript: {file} (`workshop transcript {file}` draws it)" in " ".join(done.stdout.split())
+    assert [call.get("name") for request in load(file).requests for call in request.tool_calls] == ["read", "edit", "bash"]
+    quiet = subprocess.run([sys.executable, "-m", "grader.cli", "demo", "--quiet-tokens"], cwd=root, capture_output=True, text=True, timeout=180)
+    assert quiet.returncode == 0 and "  context " not in quiet.stdout and "tokens over 4 replies" in quiet.stdout
+    alone = subprocess.run([sys.executable, "-m", "grader.cli", "demo", "--html", "x.html"], cwd=root, capture_output=True, text=True)
+    assert alone.returncode == 2 and "--html goes with --compare" in alone.stderr
+
+
 def test_compare_is_refused_for_a_lesson_without_a_pair(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     done = CliRunner().invoke(workshop, ["demo", "lesson-2", "--compare"])

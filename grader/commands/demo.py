@@ -37,6 +37,8 @@ def demo_command(lesson_id: str | None, transcript: str | None, quiet_tokens: bo
         number = kit.parse_lesson_id(lesson_id) if lesson_id else None
     except kit.UnknownLesson as problem:
         raise WorkshopError(str(problem)) from None
+    if html and not compare:
+        raise WorkshopError("--html goes with --compare (the page of two runs); for one run, `workshop transcript FILE --html OUT`")
     if compare:
         return compare_runs(number if number is not None else here().lesson, Path(html) if html else None)
     workspace = here()

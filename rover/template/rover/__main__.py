@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.record:
         model = Recorder(model, args.record)
-    recording = args.transcript and Recording(args.transcript, cwd, args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL, args.task)
+    model_name = args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL
+    recording = Recording(args.transcript, cwd, model_name, args.task) if args.transcript else None
     if recording:
         model, display = recording.watch(model, display, bar=not args.quiet_tokens)
     # A replay expects stash as `workshop start` made it; whether it still is must be asked before the run changes it.
