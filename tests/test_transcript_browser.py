@@ -37,7 +37,7 @@ def test_the_page_works_with_javascript_off_and_on(page, tmp_path):
     blocked.write_text(source.replace("<head>", "<head><meta http-equiv=\"Content-Security-Policy\" content=\"script-src 'none'\">", 1))
     off = chromium(tmp_path, "--virtual-time-budget=500", "--dump-dom", blocked.as_uri() + "#r0-m2-b0")
     assert '<html lang="en">' in off and 'b-read flash"' not in off, "no script ran"
-    assert "tokens sent per request" in off and "edit call: stash/extract.py" in off and "more lines</summary>" in source
+    assert "tokens sent per request" in off and "edit call: stash/extract.py" in off and "lines: click to show</summary>" in source
     shot = Path(os.environ.get("TRANSCRIPT_SCREENSHOTS", tmp_path)) / "transcript-no-js.png"
     chromium(tmp_path, "--virtual-time-budget=500", f"--screenshot={shot}", blocked.as_uri(), size=PROJECTOR)  # (headless
     # Chromium draws a blank screenshot of any page opened at a #fragment, so this one opens at the top)

@@ -115,7 +115,7 @@ def _view(run: Run, bars: list[list[Segment]], prefix: str, top: int, most_bille
         cost=_cost(run),
         note="an old transcript (messages only): every figure is estimated at 4 characters a token" if run.estimated else "",
         legend=_legend(bars), system=Folded.of(run.system) if run.system else None,
-        tool_defs=Folded.of(json.dumps(run.tools, indent=1, ensure_ascii=False)) if run.tools else None)
+        tool_defs=Folded.of(json.dumps(run.tools, indent=1, ensure_ascii=False), shown=0) if run.tools else None)
 
 
 def _anchor(key: str) -> str:

@@ -33,12 +33,12 @@ class Folded:
     cut: int = 0  # characters left off the page
 
     @classmethod
-    def of(cls, text: str) -> Folded:
+    def of(cls, text: str, shown: int = FOLD_LINES) -> Folded:
         cut = max(0, len(text) - SHOW_CHARS)
         lines = clean(text[:SHOW_CHARS]).split("\n")
-        if len(lines) <= FOLD_LINES + 5:  # folding five lines away would only cost a click
+        if len(lines) <= shown + 5:  # folding five lines away would only cost a click
             return cls("\n".join(lines), cut=cut)
-        return cls("\n".join(lines[:FOLD_LINES]), "\n".join(lines[FOLD_LINES:]), len(lines) - FOLD_LINES, cut)
+        return cls("\n".join(lines[:shown]), "\n".join(lines[shown:]), len(lines) - shown, cut)
 
 
 @dataclass
@@ -111,7 +111,7 @@ def _item(role: str, block: Any, key: str, names: dict[str, str], calls: dict[st
         names[str(block.get("id"))] = f"{name} result" + (f": {detail}" if detail else "")
         record = calls.get(str(block.get("id")), {})
         diff = record.get("diff") if isinstance(record.get("diff"), str) else ""
-        return Item(key, "call", f"{name} call" + (f": {detail}" if detail else ""), Folded.of(json.dumps(block.get("input"), indent=1, ensure_ascii=False)),
+        return Item(key, "call", f"{name} call" + (f": {detail}" if detail else ""), Folded.of(_arguments(block.get("input"))),
                     tool=name, diff=[_diff_line(line) for line in clean(diff[:SHOW_CHARS]).split("\n") if line])
     if kind == "tool_result":
         content = block.get("content")
@@ -120,6 +120,12 @@ def _item(role: str, block: Any, key: str, names: dict[str, str], calls: dict[st
         title = names.get(str(block.get("tool_use_id")), "tool result")
         return Item(key, "result", title, Folded.of(text), tool=title.split(" ")[0], error=bool(block.get("is_error")))
     return Item(key, "words", clean(kind), Folded.of(json.dumps(block, ensure_ascii=False)))
+
+
+def _arguments(value: Any) -> str:
+    """A call's arguments: on one line when they are short, else one key a line."""
+    short = json.dumps(value, ensure_ascii=False)
+    return short if len(short) <= 120 else json.dumps(value, indent=1, ensure_ascii=False)
 
 
 def _diff_line(line: str) -> tuple[str, str]:
