@@ -347,3 +347,27 @@ def test_an_answers_file_with_an_unknown_lesson_is_one_line(started):
     answers.write_text(answers.read_text().replace("lesson: 0", "lesson: 42"))
     result = run("check")
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "names no lesson" in result.output
+
+
+def test_reset_stash_removes_the_students_added_files_says_so_and_keeps_them_in_git(started):
+    root = started(4)
+    (root / "stash/tests/test_mine.py").write_text("def test_mine():\n    assert True\n")
+    (root / "stash/stash/notes").mkdir()
+    (root / "stash/stash/notes/todo.txt").write_text("later\n")
+    (root / "rover/tools/write.py").write_text("# half done\n")
+    reset = run("reset", "stash")
+    assert reset.exit_code == 0, reset.output
+    assert not (root / "stash/tests/test_mine.py").exists() and not (root / "stash/stash/notes").exists()
+    assert words(reset.output).count("stash/tests/test_mine.py") == 2 and "stash/stash/notes/todo.txt" in reset.output, reset.output
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout == " M rover/tools/write.py\n"
+    back = next(line.strip() for line in reset.output.splitlines() if line.strip().startswith("git checkout"))
+    subprocess.run(back, shell=True, cwd=root, check=True)
+    assert (root / "stash/tests/test_mine.py").read_text().startswith("def test_mine"), "the command it names brings them back"
+    assert (root / "stash/stash/notes/todo.txt").read_text() == "later\n"
+
+
+def test_reset_stash_with_nothing_added_names_nothing(started):
+    root = started(2)
+    (root / "stash/stash/extract.py").write_text("changed by Rover\n")
+    reset = run("reset", "stash")
+    assert reset.exit_code == 0 and "Removed" not in reset.output and "git checkout" not in reset.output
