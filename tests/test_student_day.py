@@ -371,3 +371,18 @@ def test_reset_stash_with_nothing_added_names_nothing(started):
     (root / "stash/stash/extract.py").write_text("changed by Rover\n")
     reset = run("reset", "stash")
     assert reset.exit_code == 0 and "Removed" not in reset.output and "git checkout" not in reset.output
+
+
+def test_demo_before_the_tool_is_written_names_it_and_the_demo_that_runs_now(started):
+    from tests.terminal import in_terminal, too_long
+
+    root = started(2)
+    workshop = str(Path(sys.executable).with_name("workshop"))
+    status, screen = in_terminal([workshop, "demo"], root, columns=80)
+    assert status == 1, screen
+    assert not too_long(screen, 80), too_long(screen, 80)
+    said = words(screen[screen.index("workshop: lesson 2's demo"):])
+    assert said.startswith("workshop: lesson 2's demo stopped where Rover called the bash tool, which is not written yet "
+                           "(rover/tools/bash.py, lesson 2)"), said
+    assert "`workshop demo lesson-1`" in screen, "the command is on one line, whole"
+    assert "your tools answer differently" not in screen
