@@ -386,3 +386,25 @@ def test_demo_before_the_tool_is_written_names_it_and_the_demo_that_runs_now(sta
                            "(rover/tools/bash.py, lesson 2)"), said
     assert "`workshop demo lesson-1`" in screen, "the command is on one line, whole"
     assert "your tools answer differently" not in screen
+
+
+def test_a_check_during_a_conflict_from_next_says_how_to_finish_or_undo_it(started):
+    from tests.terminal import in_terminal, too_long
+
+    root = started(1, solved=True)
+    registry = root / "rover/tools/__init__.py"
+    registry.write_text(registry.read_text().replace("from rover.tools import ls, read\n", "from rover.tools import ls, read  # mine\n"))
+    workshop = str(Path(sys.executable).with_name("workshop"))
+    status, moved = in_terminal([workshop, "next", "--force"], root)
+    assert status == 1 and "rover/tools/__init__.py" in moved, moved
+    text = registry.read_text()
+    assert "<<<<<<< yours\nfrom rover.tools import ls, read  # mine\n=======\n" in text and "\n>>>>>>> lesson 2\n" in text
+    status, checked = in_terminal([workshop, "check"], root)
+    assert status == 1 and not too_long(checked, 80), checked
+    said = words(checked)
+    assert "An unfinished merge, so no check can run" in said and "rover/tools/__init__.py line 13" in said
+    assert "`<<<<<<< yours`" in checked and "`>>>>>>> lesson 2`" in checked
+    assert "SyntaxError" not in checked and "python -c" not in checked
+    assert '`git add -A && git commit -m "Resolve"`' in checked and "`git reset --hard && git clean -fd`" in checked
+    subprocess.run("git reset -q --hard && git clean -qfd", shell=True, cwd=root, check=True)  # the undo it names
+    assert Workspace.find(root).lesson == 1 and "# mine" in registry.read_text() and "<<<<<<<" not in registry.read_text()
