@@ -16,9 +16,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 def in_terminal(command: list[str], cwd: Path, columns: int = 80, rows: int = 24, env: dict | None = None,
-                timeout: float = 120, interrupt_after: float | None = None) -> tuple[int, str]:
+                timeout: float = 120, interrupt_after: float | None = None, interrupt_once: str | None = None) -> tuple[int, str]:
     """(exit status, the screen's text: lines as shown, colours stripped). Stdin, stdout and stderr are the pty, as
-    in a terminal window; `interrupt_after` seconds sends the Ctrl-C a person would type (the terminal echoes ^C)."""
+    in a terminal window; `interrupt_after` seconds, or two seconds after `interrupt_once` shows on the screen, sends the Ctrl-C a
+    person would type (the terminal echoes ^C)."""
     leader, follower = os.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     environment = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows), **(env or {})}
@@ -28,7 +29,9 @@ def in_terminal(command: list[str], cwd: Path, columns: int = 80, rows: int = 24
     seen, started, interrupted = b"", time.monotonic(), False
     try:
         while True:
-            if interrupt_after is not None and not interrupted and time.monotonic() - started > interrupt_after:
+            if interrupt_once is not None and interrupt_once.encode() in seen and interrupt_after is None:
+                interrupt_after = time.monotonic() - started + 2  # two seconds after it shows: the command is ready
+            if not interrupted and interrupt_after is not None and time.monotonic() - started > interrupt_after:
                 os.write(leader, b"\x03")  # the terminal turns it into SIGINT for the foreground group, and echoes ^C
                 interrupted = True
             ready, _, _ = select.select([leader], [], [], 0.1)
