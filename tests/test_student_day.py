@@ -408,3 +408,12 @@ def test_a_check_during_a_conflict_from_next_says_how_to_finish_or_undo_it(start
     assert '`git add -A && git commit -m "Resolve"`' in checked and "`git reset --hard && git clean -fd`" in checked
     subprocess.run("git reset -q --hard && git clean -qfd", shell=True, cwd=root, check=True)  # the undo it names
     assert Workspace.find(root).lesson == 1 and "# mine" in registry.read_text() and "<<<<<<<" not in registry.read_text()
+
+
+@pytest.mark.parametrize("typed", ["lesson1", "Lesson_2", "lesson 3"])
+def test_a_lesson_typed_without_its_dash_gets_a_did_you_mean(tmp_path, monkeypatch, typed):
+    monkeypatch.chdir(tmp_path)
+    result = run("start", typed)
+    number = typed[-1]
+    assert result.exit_code == 2 and f"did you mean lesson-{number}?" in result.output, result.output
+    assert list(tmp_path.iterdir()) == [], "nothing was made"
