@@ -146,7 +146,7 @@ def _stop(finished: threading.Event, patience: float = 5.0) -> None:
 def stop_workers() -> None:
     """End the grader's worker processes (each in a session of its own) now, not when their checks finish."""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "grader.grading.worker"],
+        found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "grader.boundary.worker"],
                                capture_output=True, text=True, timeout=5).stdout
         for pid in found.split():
             with contextlib.suppress(ProcessLookupError, PermissionError):
