@@ -357,6 +357,7 @@ def test_reset_stash_removes_the_students_added_files_says_so_and_keeps_them_in_
     (root / "rover/tools/write.py").write_text("# half done\n")
     reset = run("reset", "stash")
     assert reset.exit_code == 0, reset.output
+    assert all(len(line) <= 80 for line in reset.output.splitlines() if not line.startswith("  git ")), "prose wraps; the command is whole"
     assert not (root / "stash/tests/test_mine.py").exists() and not (root / "stash/stash/notes").exists()
     assert words(reset.output).count("stash/tests/test_mine.py") == 2 and "stash/stash/notes/todo.txt" in reset.output, reset.output
     assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout == " M rover/tools/write.py\n"

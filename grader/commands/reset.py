@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from grader.commands.screen import say
 from grader.course import git, kit
 from grader.errors import WorkshopError
 from grader.course.render import copy_stash, pristine_file, render
@@ -75,6 +76,14 @@ def removed_line(added: list[str], saved: str) -> str:
             f"  git checkout {saved[:12]} -- {' '.join(added) if len(added) <= 5 else 'stash'}")
 
 
+def tell_removed(added: list[str], saved: str) -> None:
+    """The removal in words wrapped to the terminal, and the command that undoes it on a line of its own, whole."""
+    if added:
+        words, command = removed_line(added, saved).split("\n")
+        say(words)
+        click.echo(command)
+
+
 def reset_all(workspace: Workspace) -> tuple[list[str], str]:
     """Every file the lesson starts with goes back; of the student's own files, only those added to stash go."""
     with transaction(workspace.path) as copy:
@@ -119,9 +128,8 @@ def reset_command(what: str | None, everything: bool, yes: bool) -> None:
         raise WorkshopError("say what to reset: `workshop reset stash`, `workshop reset TOOL` (e.g. read), or `workshop reset --all`")
     if what == "stash":
         added, saved = reset_stash(workspace)
-        click.echo("stash/ is as `workshop start` made it again (its earlier state is in git: `git log -- stash`).")
-        if added:
-            click.echo(removed_line(added, saved))
+        say("stash/ is as `workshop start` made it again (its earlier state is in git: `git log -- stash`).")
+        tell_removed(added, saved)
         return
     if what:
         tool_file(workspace, what)  # an unknown tool is refused before anything is asked
@@ -135,8 +143,7 @@ def reset_command(what: str | None, everything: bool, yes: bool) -> None:
         sys.exit(1)
     if everything:
         added, saved = reset_all(workspace)
-        click.echo(f"Reset to the start of lesson {workspace.lesson}; `git log` has everything before.")
-        if added:
-            click.echo(removed_line(added, saved))
+        say(f"Reset to the start of lesson {workspace.lesson}; `git log` has everything before.")
+        tell_removed(added, saved)
     else:
-        click.echo(f"{reset_tool(workspace, what)} is back as the lesson started it; your version is in `git log -p`.")
+        say(f"{reset_tool(workspace, what)} is back as the lesson started it; your version is in `git log -p`.")
