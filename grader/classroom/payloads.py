@@ -99,4 +99,4 @@ def reason(problem: ValidationError) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "body"
     if error["type"] == "extra_forbidden":
         return f"unknown field {where!r}: a payload has only the fields the kit sends"
-    return f"{where}: {error['msg']}"
+    return f"{where}: {error['msg'].removeprefix('Value error, ')}"  # our own validators' words, without pydantic's label
