@@ -98,6 +98,24 @@ def test_the_html_report_counts_failures_per_check_and_charts_each_lesson(classr
     assert "<details><summary>✗ " in alice and "read.numbered" in alice, "a lesson's failing checks open from its cell"
 
 
+def test_a_workspace_that_does_not_import_is_graded_as_one_cause(workspace, tmp_path):
+    room = tmp_path / "class"
+    room.mkdir()
+    broken = workspace(3, solved=True).rename(room / "grace")
+    with (broken / "rover/tools/edit.py").open("a") as source:
+        source.write("def edit(:\n")
+    workspace(3, solved=True).rename(room / "ada")
+    result = _run(str(room), "--csv", str(tmp_path / "c.csv"), "--json", str(tmp_path / "c.json"))
+    assert result.exit_code == 1
+    with (tmp_path / "c.csv").open() as table:
+        rows = {row["student"]: row for row in csv.DictReader(table)}
+    assert rows["grace"]["problem"].startswith("rover does not import: SyntaxError in rover/tools/edit.py line "), rows["grace"]
+    assert rows["ada"]["problem"] == "" and rows["ada"]["score"] == rows["ada"]["max_score"]
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert report["not_importing"] == 1 and report["failing_most"] == [], "grace's one cause fails no check for the class"
+    assert "regressions" not in " ".join(result.output.split()), "the table names the cause, not 45 regressions"
+
+
 def test_lesson_pins_the_grade_whatever_the_answers_file_claims(workspace, tmp_path):
     root = workspace(1)
     answers = root / ".copier-answers.yml"
