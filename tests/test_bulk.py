@@ -80,6 +80,8 @@ def test_a_class_folder_a_bare_repo_and_a_url_grade_in_one_command(classroom, tm
     assert (lines[0]["score"], lines[0]["max_score"], lines[0]["regressions"]) == ("0", str(own), "0")
     assert lines[3]["score"] == "" and "not a Rover workspace" in lines[3]["result"]
     assert {line["sandbox"] for line in lines} == {report["sandbox"]}
+    assert {line["student"]: line["author"] for line in lines if line["student"].startswith("dave")} == \
+        {"dave": "Ada Lovelace", "dave (2)": "Ada Lovelace"} and lines[1]["author"] == "", "the commit author beside the name"
 
 
 def test_the_html_report_counts_failures_per_check_and_charts_each_lesson(classroom, tmp_path):

@@ -64,12 +64,12 @@ def write_csv(run: ClassRun, path: Path) -> None:
     columns = check_columns(run)
     with path.open("w", newline="", encoding="utf-8") as out:
         table = csv.writer(out)
-        table.writerow(csv_row(["student", "source", "lesson", "score", "max_score", "regressions", "result", "problem",
+        table.writerow(csv_row(["student", "source", "author", "lesson", "score", "max_score", "regressions", "result", "problem",
                                 "sandbox", *(check.id for check in columns)]))
         for student in run.students:
             statuses = {outcome.check.id: outcome.status for outcome in student.outcomes or []}
             graded = student.graded
-            row = [student.name, student.source, "" if student.lesson is None else student.lesson,
+            row = [student.name, student.source, student.author or "", "" if student.lesson is None else student.lesson,
                    student.score if graded else "", student.max_score if graded else "",
                    len(student.regressions) if graded and not cause(student) else "", summary(student), problem(student),
                    run.sandbox,
