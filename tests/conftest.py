@@ -45,6 +45,8 @@ PROOF_TESTS = {  # file -> (group, the test functions that are proofs: None for 
     "test_devcheck.py": ("attacks", {"test_the_course_passes_its_own_dev_check"}),
     "test_walk_to_lesson_8.py": ("attacks", None),
     "test_machines.py": ("attacks", {"test_verdicts_are_the_same_with_the_linux_extras_off"}),
+    "test_under_load.py": ("attacks", None),
+    "test_clocks_blame.py": ("attacks", None),
 }
 HEAVY_ATTACK_FILES = {"test_sandbox.py", "test_start_modes.py"}  # there, the tests marked slow are the proofs
 SEED = "WORKSHOP_PROOFS_SEED"  # how the seed reaches xdist's workers, which must all draw the same sample

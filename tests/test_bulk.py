@@ -62,13 +62,14 @@ def test_a_class_folder_a_bare_repo_and_a_url_grade_in_one_command(classroom, tm
     assert result.exit_code == 1, result.output  # not everyone passes (and one folder is no workspace)
     report = json.loads((tmp_path / "c.json").read_text())
     rows = {student["name"]: student for student in report["students"]}
-    assert set(rows) == {"alice", "bob", "carol", "notes", "Ada Lovelace", "Ada Lovelace (2)"}
+    assert set(rows) == {"alice", "bob", "carol", "notes", "dave", "dave (2)"}, "named by what the instructor gave"
+    assert rows["dave"]["author"] == rows["dave (2)"]["author"] == "Ada Lovelace" and rows["bob"]["author"] is None
     assert rows["bob"]["grade"]["passed"] and rows["carol"]["grade"]["passed"], "a zip with a top folder is found"
     own = sum(check.points for check in kit.lesson(1).checks)
     assert (rows["bob"]["grade"]["score"], rows["bob"]["grade"]["max_score"]) == (own, own), "lesson 1's own checks carry the points"
     assert (rows["alice"]["grade"]["score"], rows["alice"]["grade"]["max_score"]) == (0, own), "the solved lesson 0 earns nothing"
     assert rows["alice"]["grade"]["regressions"] == [] and not rows["alice"]["grade"]["passed"]
-    assert rows["Ada Lovelace"]["grade"]["max_score"] == own and rows["Ada Lovelace"]["grade"]["score"] == 0, "the clone is graded"
+    assert rows["dave"]["grade"]["max_score"] == own and rows["dave"]["grade"]["score"] == 0, "the clone is graded"
     assert report["sandbox"] == "bwrap" or report["sandbox"]  # whatever the boundary chose, named
     assert rows["notes"]["grade"] is None and "not a Rover workspace" in rows["notes"]["problem"]
     assert "notes" in result.output and "not graded" in result.output
@@ -79,6 +80,8 @@ def test_a_class_folder_a_bare_repo_and_a_url_grade_in_one_command(classroom, tm
     assert (lines[0]["score"], lines[0]["max_score"], lines[0]["regressions"]) == ("0", str(own), "0")
     assert lines[3]["score"] == "" and "not a Rover workspace" in lines[3]["result"]
     assert {line["sandbox"] for line in lines} == {report["sandbox"]}
+    assert {line["student"]: line["author"] for line in lines if line["student"].startswith("dave")} == \
+        {"dave": "Ada Lovelace", "dave (2)": "Ada Lovelace"} and lines[1]["author"] == "", "the commit author beside the name"
 
 
 def test_the_html_report_counts_failures_per_check_and_charts_each_lesson(classroom, tmp_path):
@@ -95,6 +98,24 @@ def test_the_html_report_counts_failures_per_check_and_charts_each_lesson(classr
     assert "position:sticky" in page and "<th class=name" in matrix
     alice = matrix[matrix.index(">alice<"):].split("</tr>")[0]
     assert "<details><summary>✗ " in alice and "read.numbered" in alice, "a lesson's failing checks open from its cell"
+
+
+def test_a_workspace_that_does_not_import_is_graded_as_one_cause(workspace, tmp_path):
+    room = tmp_path / "class"
+    room.mkdir()
+    broken = workspace(3, solved=True).rename(room / "grace")
+    with (broken / "rover/tools/edit.py").open("a") as source:
+        source.write("def edit(:\n")
+    workspace(3, solved=True).rename(room / "ada")
+    result = _run(str(room), "--csv", str(tmp_path / "c.csv"), "--json", str(tmp_path / "c.json"))
+    assert result.exit_code == 1
+    with (tmp_path / "c.csv").open() as table:
+        rows = {row["student"]: row for row in csv.DictReader(table)}
+    assert rows["grace"]["problem"].startswith("rover does not import: SyntaxError in rover/tools/edit.py line "), rows["grace"]
+    assert rows["ada"]["problem"] == "" and rows["ada"]["score"] == rows["ada"]["max_score"]
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert report["not_importing"] == 1 and report["failing_most"] == [], "grace's one cause fails no check for the class"
+    assert "regressions" not in " ".join(result.output.split()), "the table names the cause, not 45 regressions"
 
 
 def test_lesson_pins_the_grade_whatever_the_answers_file_claims(workspace, tmp_path):
@@ -217,7 +238,7 @@ def test_a_zip_of_60000_entries_is_refused_from_its_directory_in_well_under_a_se
     started = time.monotonic()
     [student] = bulk.collect([str(archive)], scratch)
     assert time.monotonic() - started < 0.5
-    assert "60,000 entries" in student.problem and not any(scratch.rglob("f1"))
+    assert "more than 10,000 entries" in student.problem and not any(scratch.rglob("f1"))
 
 
 def _path_without_bwrap(tmp_path: Path) -> str:
@@ -252,19 +273,21 @@ def test_without_a_sandbox_class_grade_refuses_unless_told_and_then_every_report
 
 
 def test_names_are_defused_in_the_csv_and_stripped_of_escapes_on_the_terminal(workspace, tmp_path):
-    names = ['=HYPERLINK("http://evil.invalid","click")', "@SUM(A1:A9)", "\x1b]0;owned\x07\x1b[2Jclear\x1b[31m"]
+    """A repository's name (the row's) and its author (beside it) are both the student's to choose."""
+    names = ['=HYPERLINK("evil.invalid";"click")', "@SUM(A1:A9)", "+cmd|calc!A1"]
+    author = "\x1b]0;owned\x07\x1b[2Jclear\x1b[31m"
     room = tmp_path / "repos"
     room.mkdir()
     for index, name in enumerate(names):
         folder = workspace(1).rename(tmp_path / f"w{index}")
         subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
-        subprocess.run(["git", "-c", f"user.name={name}", "-c", "user.email=x@example.invalid", "add", "-A"], cwd=folder, check=True)
-        subprocess.run(["git", "-c", f"user.name={name}", "-c", "user.email=x@example.invalid", "commit", "-qm", "w"], cwd=folder, check=True)
-        subprocess.run(["git", "clone", "-q", "--bare", str(folder), str(room / f"r{index}.git")], check=True)
-    result = _run(*(str(room / f"r{index}.git") for index in range(3)), "--csv", str(tmp_path / "c.csv"))
+        subprocess.run(["git", "-c", f"user.name={author}", "-c", "user.email=x@example.invalid", "add", "-A"], cwd=folder, check=True)
+        subprocess.run(["git", "-c", f"user.name={author}", "-c", "user.email=x@example.invalid", "commit", "-qm", "w"], cwd=folder, check=True)
+        subprocess.run(["git", "clone", "-q", "--bare", str(folder), str(room / f"{name}.git")], check=True)
+    result = _run(*(str(room / f"{name}.git") for name in names), "--csv", str(tmp_path / "c.csv"))
     assert "\x1b" not in result.output and "\x07" not in result.output and "clear" in result.output
     cells = [row["student"] for row in csv.DictReader((tmp_path / "c.csv").open())]
-    assert cells[:2] == ["'" + names[0], "'" + names[1]], "a spreadsheet shows them as text"
+    assert cells == ["'" + name for name in names], "a spreadsheet shows them as text"
     assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in csv.reader((tmp_path / "c.csv").open()) for cell in row)
 
 

@@ -15,10 +15,11 @@ MAY_IMPORT = {
     "ctrl_c": set(),
     "course": {"errors"},
     "boundary": {"errors"},
+    "transcripts": {"errors"},
     "grading": {"errors", "course", "boundary"},
     "classroom": {"errors", "course", "boundary", "grading"},
-    "commands": {"errors", "ctrl_c", "course", "boundary", "grading", "classroom"},
-    "cli": {"errors", "ctrl_c", "course", "boundary", "grading", "classroom", "commands"},
+    "commands": {"errors", "ctrl_c", "course", "boundary", "grading", "classroom", "transcripts"},
+    "cli": {"errors", "ctrl_c", "course", "boundary", "grading", "classroom", "transcripts", "commands"},
 }
 # The boundary's interface (grader/boundary/__init__.py): the only modules of it a room above may import.
 INTERFACE = {"side", "proxy", "runfolder", "safe_files", "clocks", "stopwatch", "processes", "hidden_memory"}

@@ -6,8 +6,9 @@ Three ways a clock runs out, each a CheckTimeout with its `kind`:
   wait   past the budget in wall time, the tree has been asleep for a while (not one tick of CPU, nothing runnable
          at any look; a starved tree on a busy machine still gets ticks): it waits forever;
   busy   the backstop: the tree kept wanting a CPU and other programs took it (not the student's fault);
-  crowded  the backstop: the tree kept wanting a CPU, and the run's own processes (the student's other checks) held
-         the cores: the student's load, so a timeout like `cpu` (one looping tool hit by every check at once).
+  crowded  past the backstop, the tree kept wanting a CPU and the run's own processes (the student's other checks) held
+         the cores: the student's load. The clock waits on (up to CROWDED backstops) for the tree's CPU budget, so a
+         looping tool hit by every check at once ends as `cpu`, naming its line; `crowded` only if even that is late.
 The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes),
 the run folder's size (DiskExceeded, grader.boundary.folder_caps) and what the machine holds for no process
 (HiddenDisk, HiddenMemory: grader.boundary.hidden_memory).
@@ -26,6 +27,7 @@ IDLE = 5.0  # seconds without one tick of CPU and without a runnable process tha
 TREE_MEMORY = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # bytes for all of a worker's processes together
 RUN_MEMORY = 2 * TREE_MEMORY  # bytes all the trees of a run may hold together (8 lanes at once: not 8 times a tree's)
 TREE_PROCESSES = 200  # processes a worker's tree may hold at once (RLIMIT_NPROC does not bind root, nor count a tree)
+CROWDED = 3.0  # past the backstop, a tree crowded by the run's own processes waits this many backstops for its CPU budget
 WANTED = 0.5  # at the backstop, a tree whose CPU time plus run-queue wait is under this share of the wall time was asleep
 
 
@@ -156,7 +158,10 @@ class Clock:
         if wall > self.budget and now - self._active >= min(IDLE, self.budget):
             raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
         if wall > self.budget * BACKSTOP:
-            raise CheckTimeout(self._starved_or_asleep(procs, cpu, wall), cpu, _waiting_on(procs, self.own))
+            kind = self._starved_or_asleep(procs, cpu, wall)
+            if kind == "crowded" and wall < self.budget * BACKSTOP * CROWDED:
+                return  # its own siblings hold the cores: it still gets its share, and its CPU budget will end it
+            raise CheckTimeout(kind, cpu, _waiting_on(procs, self.own))
 
     def watching(self, disk, mine=(), memory=None) -> Clock:
         """Also bound the run folder's size at each look; `mine`: the top-level folders this clock's check answers for;

@@ -318,7 +318,7 @@ class _Run:
         if late.kind == "cpu":
             return f"still running after {budget} of CPU{', at ' + where if where else ''}: is there an endless loop?"
         if late.kind == "crowded":
-            return (f"still running after {clocks.BACKSTOP * self.time_limit:g} s{', at ' + where if where else ''}, sharing the "
+            return (f"still running after {clocks.BACKSTOP * clocks.CROWDED * self.time_limit:g} s{', at ' + where if where else ''}, sharing the "
                     f"cores with your other checks ({late.cpu:.1f} s of CPU of its own): is there an endless loop?")
         return f"still waiting after {budget}{', at ' + where if where else ''}: is there a call that waits forever (a sleep, a read)?"
 
