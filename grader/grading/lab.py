@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.course import kit
 from grader.grading.safe_files import Pinned
+from grader.grading.scripted import block_text as result_text  # a tool_result's text, string or list of text blocks
 
 if TYPE_CHECKING:
     from grader.grading.stopwatch import Lap

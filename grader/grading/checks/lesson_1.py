@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import re
 
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.notices import expect_lines, expect_no_notice, expect_notice, numbered, split_notice
 
 CAP_LINES, CAP_BYTES = 2000, 51_200
@@ -229,7 +229,7 @@ def bounded_memory(lab: Lab) -> None:
 @check("read.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(1)
-    read = [str(block.get("content")) for block in tool_results(run.messages) if "\tdef parse_date" in str(block.get("content"))]
+    read = [result_text(block) for block in tool_results(run.messages) if "\tdef parse_date" in result_text(block)]
     expect(read, "the scenario should read stash/extract.py and see parse_date")
     lines, found = split_notice(read[0])
     expect(lines[-1:] and lines[-1].startswith("    22\t") and not found and "[Showing" not in read[0],

@@ -11,7 +11,7 @@ import re
 import signal
 from pathlib import Path
 
-from grader.grading.checks import Lab, Result, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, Result, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.notices import expect_spill, parse, tidy
 
 CAP_BYTES = 51_200
@@ -239,7 +239,7 @@ def bounded_memory(lab: Lab) -> None:
 @check("bash.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(2)
-    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content")) or "failed" in str(block.get("content"))]
+    runs = [result_text(block) for block in tool_results(run.messages) if "passed" in result_text(block) or "failed" in result_text(block)]
     expect(runs and "2 failed" in runs[-1], f"running stash's suite should report '2 failed', got {excerpt(runs[-1][-300:] if runs else '(no test run)')}")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import re
 
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.disk import HUNK, DirectoryEvents, apply_diff, count, leftovers, lines_of, numbers
 
 DIRECTORY_WORD = re.compile(r"\b(directory|directories|folder|folders|dir)\b", re.IGNORECASE)
@@ -301,5 +301,5 @@ def stash_scenario(lab: Lab) -> None:
     fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('        "%a, %d %b %Y %H:%M:%S %z",\n' in fixed and fixed.count("\n") == 27,
            f"after the scenario, parse_date should list the offset-aware formats first, got {excerpt(fixed[200:520])}")
-    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]
+    runs = [result_text(block) for block in tool_results(run.messages) if "passed" in result_text(block)]
     expect(runs and "1 failed, 1 passed" in runs[-1], "stash's suite should end at '1 failed, 1 passed' after the fix")
