@@ -147,11 +147,12 @@ def overlap(lab: Lab) -> None:
     for first, second, kind in ((line[:cut + 1], line[cut:], "share one character"), (line, line[1:-1], "nest one in the other")):
         pairs = [(first, "a = None"), (second, "b = None"), (other, other + "  # kept")]
         for order in permutations(range(3)):  # every order: a check of neighbours only, or of one direction, misses some
-            text = refused(lab, name, *(pairs[n] for n in order))
+            result = edit(lab, name, *(pairs[n] for n in order))
             numbered = [order.index(0) + 1, order.index(1) + 1]
-            expect(all(names(text, n) or old[:40] in text for n, old in zip(numbered, (first, second))),
-                   f"edits {numbered[0]} and {numbered[1]} {kind} (sent in the order {', '.join(ORDER[n] for n in order)}): "
-                   f"the error should name both (by number, or by their text), got {excerpt(text)}")
+            what = f"edits {numbered[0]} and {numbered[1]} {kind} (sent in the order {', '.join(ORDER[n] for n in order)})"
+            expect(result.is_error, f"{what}: the call should be refused, but it applied: {excerpt(result.text)}")
+            expect(all(names(result.text, n) or old[:40] in result.text for n, old in zip(numbered, (first, second))),
+                   f"{what}: the error should name both (by number, or by their text), got {excerpt(result.text)}")
             unchanged(lab, name, before, f"when two edits {kind}")
     for pairs in ([(line[cut:], "B"), (line[:cut], "A")], [(line[:cut], "A"), (line[cut:], "B")]):
         lab.file(name, before)
