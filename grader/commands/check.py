@@ -14,7 +14,7 @@ from grader.commands.screen import show
 from grader.errors import WorkshopError
 from grader.grading import reports  # before any grading: student code run in-process cannot swap it (issue 17)
 from grader.grading.boundary import in_process_note
-from grader.grading.grade import dumps, grade, workspace_for, written_atomically
+from grader.grading.grade import checks_up_to, dumps, grade, workspace_for, written_atomically
 
 
 def _writable(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
@@ -41,7 +41,7 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
     workspace = workspace_for(lesson)
     started = datetime.now(timezone.utc)
     try:
-        result = grade(workspace)
+        result = _grade_showing_progress(workspace) if not as_json else grade(workspace)
     except KeyboardInterrupt:  # the runner has already stopped its workers and removed its files
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo("workshop: interrupted; nothing was graded", err=True)
@@ -56,6 +56,22 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
     else:
         show(result, everything, workspace=workspace.path)
     sys.exit(0 if result.passed else 1)
+
+
+def _grade_showing_progress(workspace):
+    """On a terminal, a live line while grading (checks done of total, one running), gone before the screen is drawn.
+    Pipes and CI get nothing extra."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from grader.commands.progress_line import ProgressLine
+
+    console = Console(highlight=False)
+    if not console.is_terminal or os.environ.get("CI"):
+        return grade(workspace)
+    line = ProgressLine(len(checks_up_to(workspace.lesson)))
+    with Live(line, console=console, transient=True, refresh_per_second=8):
+        return grade(workspace, on_outcome=line.finished, on_start=line.started)
 
 
 def _reports(result, started: datetime, **paths: Path | None) -> None:

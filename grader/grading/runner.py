@@ -87,12 +87,15 @@ def run_checks(workspace: Path, checks: list[Check], time_limit: float = TIME_LI
 
 
 def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES,
-              on_outcome: Callable[[Outcome], None] | None = None, boundary=None) -> Suite:
-    """Grade in the best boundary this machine has (`boundary.choose()`), unless one is given."""
+              on_outcome: Callable[[Outcome], None] | None = None, boundary=None,
+              on_start: Callable[[Check], None] | None = None) -> Suite:
+    """Grade in the best boundary this machine has (`boundary.choose()`), unless one is given. `on_start` hears of
+    each check as a lane takes it (in that lane's thread: keep it short and thread-safe)."""
     from grader.grading import checks as registry
     from grader.grading.boundary import choose
 
     run = _Run(Path(workspace).resolve(), checks, time_limit, registry.REGISTRY, boundary or choose())
+    run.on_start = on_start
     with _terminate_as_exit():
         try:
             run.zygote = Zygote(run.folder, run.workspace, run.boundary)  # it imports the student's rover while we load the checks
@@ -125,6 +128,7 @@ class _Run:
     zygote: Zygote | None = None
     workers: list[Worker] = field(default_factory=list)
     lanes: list[threading.Thread] = field(default_factory=list)
+    on_start: Callable[[Check], None] | None = None
 
     def imported(self) -> bool:
         """Did the student's rover import (once, in the zygote, on its own clock)? If not, the run's root cause says why."""
@@ -220,6 +224,8 @@ class _Run:
                     check = self.todo.get_nowait()
                 except queue.Empty:
                     return
+                if self.on_start:
+                    self.on_start(check)
                 try:
                     worker = worker or self._worker()
                 except WorkerLost as lost:
