@@ -50,7 +50,7 @@ BUDGET, MAX_TOKENS, PER_STUDENT = 500_000, 100_000, 5  # each relay student runs
 
 def start_board(db: Path, *extra: str) -> tuple[subprocess.Popen, str, str, str]:
     server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(db), "--joins-per-minute", "0",
-                               "--connections-per-address", "5000", *extra],
+                               "--connections-per-address", "5000", "--class-size", "500", *extra],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "ANTHROPIC_API_KEY": "sk-bench"})
     first, second = server.stdout.readline().split(), server.stdout.readline().split()
     base, token = first[2].split("/?token=")

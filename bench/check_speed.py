@@ -1,12 +1,20 @@
-"""How long `workshop check` takes, as a student runs it: median wall time over repeated runs.
+"""How long `workshop check` takes, as a student runs it: wall and CPU seconds, median over repeated runs; and how soon
+`workshop watch` shows the current lesson's verdict after a save.
 
-    python bench/check_speed.py [--runs 9] [--lesson 1]
+    python bench/check_speed.py [--runs 5] [--lesson 8 ...] [--watch]
 
-Prints one line per workspace (the lesson's stub, and solved), with median, min and max.
+Prints one line per workspace (each lesson's stub, and solved) with the median, min and max wall time and the median CPU
+seconds of the whole run (the grader and every process of the student's side: getrusage of the reaped children).
+`--watch`: for lessons 0-4, the time from a save to the current lesson's verdict (the grading of that lesson's own
+checks, which watch does first, plus half the interval at which it looks for a save).
+Baseline (issue 26, two cores, load 5-6): a solved lesson-8 check 6.9-7.4 s wall, about 11 CPU s; target 2.5 s and
+half the CPU; watch's verdict within 1 s for lessons 0-4.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -18,30 +26,61 @@ from grader.course import kit
 from grader.course.render import render
 
 
-def time_check(workspace: Path, runs: int) -> list[float]:
-    times = []
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_check(workspace: Path, runs: int) -> tuple[list[float], list[float]]:
+    walls, cpus = [], []
+    for _ in range(runs):
+        started, cpu = time.perf_counter(), children_cpu()
+        subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True)
+        walls.append(time.perf_counter() - started)
+        cpus.append(children_cpu() - cpu)
+    return walls, cpus
+
+
+def time_watch(workspace: Path, lesson: int, runs: int) -> list[float]:
+    """The first stage of `workshop watch`: the lesson's own checks, in-process as watch runs them."""
+    from grader.commands.watch import watch
+    from grader.course.workspace import Workspace
+    from grader.grading.grade import grade
+
+    interval = watch.__defaults__[0]
+    found = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=workspace, capture_output=True)
-        times.append(time.perf_counter() - started)
-    return times
+        grade(Workspace(workspace, lesson), only=lesson)
+        found.append(time.perf_counter() - started + interval / 2)
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--lesson", type=int, action="append", help="lesson(s) to time (default: 1 and the last)")
+    parser.add_argument("--watch", action="store_true", help="also time watch's first verdict for lessons 0-4")
     args = parser.parse_args()
     lessons = args.lesson or sorted({1, len(kit.lessons()) - 1})
+    print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before")
     with tempfile.TemporaryDirectory() as scratch:
+        os.environ["WORKSHOP_CACHE"] = str(Path(scratch) / "cache")
         for lesson in lessons:
             for solved in (False, True):
                 workspace = render(lesson, Path(scratch) / f"ws-{lesson}-{solved}", solved)
-                times = time_check(workspace, args.runs)
+                walls, cpus = time_check(workspace, args.runs)
                 label = f"lesson-{lesson} {'solved' if solved else 'stub  '}"
-                print(f"workshop check, {label}: median {statistics.median(times):.2f}s "
-                      f"(min {min(times):.2f}s, max {max(times):.2f}s, {args.runs} runs, "
-                      f"{len([c for n in range(lesson + 1) for c in kit.lesson(n).checks])} checks)")
+                print(f"workshop check, {label}: median {statistics.median(walls):.2f} s wall (min {min(walls):.2f}, "
+                      f"max {max(walls):.2f}), {statistics.median(cpus):.1f} CPU s, {args.runs} runs, "
+                      f"{len([c for n in range(lesson + 1) for c in kit.lesson(n).checks])} checks")
+        if args.watch:
+            for lesson in range(5):
+                workspace = render(lesson, Path(scratch) / f"watch-{lesson}", True)
+                found = time_watch(workspace, lesson, args.runs)
+                print(f"workshop watch, lesson-{lesson} solved: its own {len(kit.lesson(lesson).checks)} checks' verdict "
+                      f"{statistics.median(found):.2f} s after a save (median; min {min(found):.2f}, max {max(found):.2f})")
+    print(f"load {os.getloadavg()[0]:.1f} after")
 
 
 if __name__ == "__main__":

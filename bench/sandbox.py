@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--backends", default="bwrap,process")
     parser.add_argument("--against", default="", help="another checkout of the kit, timed side by side (as NAME@before)")
     args = parser.parse_args()
-    from grader.grading.backends import bwrap
+    from grader.boundary.backends import bwrap
 
     backends = [name for name in args.backends.split(",") if name != "bwrap" or bwrap.why_not() is None]
     kits = {name: "" for name in backends}

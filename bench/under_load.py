@@ -6,9 +6,12 @@ For each background load (2x and 4x the cores: that many `workshop check` loops 
 grades the solved lesson-8 workspace and every alternative of tests/fixtures/alternatives.toml (valid solutions),
 ROUNDS times each, then runs `workshop class grade` over 16 copies of the solved lesson-8 workspace once per round.
 Every check on these is expected to pass: any other status is a false failure, except "the machine was too busy"
-(status error, which says to run the check again), counted apart. Target: 0 false failures. `--quick`: one round,
-only lesson 8's solution and the alternatives of lessons 5 and 8 (the checks that failed under load), 8 copies.
-Prints the load average, both counts, the failing checks, and wall times. Leaves no process and no folder behind.
+(status error, which says to run the check again), counted apart. Target: 0 false failures. `--quick` (about 10-15
+minutes on two cores): one round, lesson 8's solution and a seeded sample of three alternatives of lessons 5-8 (the
+checks that failed under load), 4 copies for class grade. Both end with the run's own load: lesson 1's read with an
+endless loop, hit by every check at once and no background, where every check must be a timeout naming the loop's
+line, never "too busy". Prints the load average, both counts, the failing checks, and wall times. Leaves no process
+and no folder behind.
 """
 from __future__ import annotations
 
@@ -95,13 +98,17 @@ def class_grade(students: Path, env: dict, tally: Tally) -> float:
     return wall
 
 
-def targets(scratch: Path, quick: bool) -> list[Path]:
-    """The solved lesson-8 workspace, then one workspace per alternative (each on its lesson's solved render)."""
+def targets(scratch: Path, quick: bool, seed: int) -> list[Path]:
+    """The solved lesson-8 workspace, then one workspace per alternative (each on its lesson's solved render);
+    `quick`: a seeded sample of three alternatives of lessons 5-8."""
+    import random
+
     solved = {8: render(8, scratch / "solved-8", solved=True)}
     folders = [solved[8]]
-    for case in fixtures.load(fixtures.ALTERNATIVES):
-        if quick and case.lesson not in (5, 8):
-            continue
+    cases = fixtures.load(fixtures.ALTERNATIVES)
+    if quick:
+        cases = random.Random(seed).sample([case for case in cases if case.lesson >= 5], 3)
+    for case in cases:
         if case.lesson not in solved:
             solved[case.lesson] = render(case.lesson, scratch / f"solved-{case.lesson}", solved=True)
         folder = scratch / f"alternative-{len(folders):02d}"
@@ -155,6 +162,26 @@ def show(title: str, tally: Tally) -> None:
         print(f"      {count}x {check_id}: {tally.examples[check_id]}")
 
 
+LOOP_AT = "def run(cwd: Path, path: str, offset: int = 1, limit: int | None = None) -> ToolResult:\n"
+
+
+def own_loop(scratch: Path, env: dict) -> None:
+    """Lesson 1's read with an endless loop, every check hitting it at once: the run's own load, never 'too busy'."""
+    folder = render(1, scratch / "own-loop", solved=True)
+    tool = folder / "rover" / "tools" / "read.py"
+    source = tool.read_text()
+    tool.write_text(source.replace(LOOP_AT, LOOP_AT + "    while offset > 0:\n        pass\n"))
+    line = source[: source.index(LOOP_AT)].count("\n") + 2
+    started = time.monotonic()
+    done = subprocess.run(CHECK, cwd=folder, env=env, capture_output=True, text=True, timeout=LIMIT)
+    wall = time.monotonic() - started
+    checks = [check for check in json.loads(done.stdout)["checks"] if check["lesson"] == 1]
+    named = [check for check in checks if check["status"] == "timeout" and f"read.py line {line}" in check["message"]]
+    busy = [check for check in checks if is_busy(check)]
+    print(f"the run's own load (lesson 1's read loops, {len(checks)} checks at once, no background): {len(named)} "
+          f"timeouts naming line {line}, {len(busy)} 'too busy' (target 0), in {wall:.0f} s, load {os.getloadavg()[0]:.1f}")
+
+
 def multiples(text: str) -> list[int]:
     """`2,4` -> [2, 4]: whole numbers of at least 1 (argparse turns a ValueError into one line and exit 2)."""
     found = [int(part) for part in text.split(",")]
@@ -166,7 +193,8 @@ def multiples(text: str) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, help="rounds per load level (default 5; 1 with --quick)")
-    parser.add_argument("--quick", action="store_true", help="one round, lesson 8 and the lesson-5/8 alternatives, 8 copies")
+    parser.add_argument("--quick", action="store_true", help="one round, lesson 8 and three alternatives of lessons 5-8, 4 copies")
+    parser.add_argument("--seed", type=int, default=None, help="the seed of --quick's sample (printed)")
     parser.add_argument("--loads", type=multiples, default=[2, 4], help="background gradings, in multiples of the cores (default 2,4)")
     args = parser.parse_args()
     rounds = args.rounds or (1 if args.quick else 5)
@@ -177,12 +205,13 @@ def main() -> None:
         (scratch / "tmp").mkdir()
         env = {**os.environ, "TMPDIR": str(scratch / "tmp"), "WORKSHOP_CACHE": str(scratch / "cache")}
         os.environ["WORKSHOP_CACHE"] = env["WORKSHOP_CACHE"]  # rendering here keeps its template repo in scratch too
-        folders = targets(scratch, args.quick)
+        seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(2), "big")
+        folders = targets(scratch, args.quick, seed)
         students = scratch / "class"
-        for index in range(8 if args.quick else 16):
+        for index in range(4 if args.quick else 16):
             shutil.copytree(scratch / "solved-8", students / f"student-{index:02d}")
-        print(f"{cores} cores, {len(folders)} valid workspaces (lesson 8 solved + alternatives), {rounds} round(s), "
-              f"load before: {os.getloadavg()[0]:.1f}")
+        print(f"{cores} cores, {len(folders)} valid workspaces (lesson 8 solved + alternatives"
+              f"{f', sample seed {seed}' if args.quick else ''}), {rounds} round(s), load before: {os.getloadavg()[0]:.1f}")
         everything = Tally()
         for factor in args.loads:
             loops = start_background(factor * cores, scratch, env)
@@ -202,6 +231,7 @@ def main() -> None:
             for tally in (singles, bulk):
                 everything.false.update(tally.false)
                 everything.busy += tally.busy
+        own_loop(scratch, env)
         total = sum(everything.false.values())
         print(f"false failures in all: {total} (target 0: {'met' if total == 0 else 'NOT met'}); "
               f"busy-machine errors: {everything.busy}")

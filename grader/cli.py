@@ -43,6 +43,7 @@ from grader.commands.reset import reset_command
 from grader.commands.solution import solution_command
 from grader.commands.start import start_command
 from grader.commands.status import status_command
+from grader.commands.transcript import transcript_command
 from grader.commands.watch import watch_command
 from grader.errors import one_line_usage
 
@@ -68,7 +69,7 @@ def main() -> None:
 
 
 for command in (start_command, check_command, next_command, status_command, hint_command, lesson_command,
-                watch_command, reset_command, solution_command, demo_command, dev_group, class_group):
+                watch_command, reset_command, solution_command, demo_command, transcript_command, dev_group, class_group):
     main.add_command(command)
 main.add_command(join_command)
 main.add_command(leave_command)

@@ -4,6 +4,8 @@
 errors (an unknown option, a missing argument), which click prints as four lines, into the same
 one line, naming the command and where its help is; and a `WorkspaceProblem` (git trouble, a
 conflict left to resolve) raised anywhere below a command into a WorkshopError.
+
+The floor of the house: every package may import it, and it imports nothing of ours.
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from typing import Iterator
 
 import click
 
-from grader.course.workspace import WorkspaceProblem
+
+class WorkspaceProblem(Exception):
+    """Something about the workspace stops a command: one line saying what, and what to do (exit status 2)."""
 
 
 class WorkshopError(click.ClickException):

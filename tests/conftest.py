@@ -34,10 +34,107 @@ def sigint_as_a_terminal_gives_it():
     yield
 
 
-def pytest_collection_modifyitems(items) -> None:
+# The proofs: tests that prove the whole course (every alternative passes, every wrong solution is caught) or the
+# boundary against its costliest attacks. `python -m pytest` runs a seeded sample of them beside every other test;
+# `--proofs=all` runs every one (CI does), `--proofs=none` none. Each group keeps SAMPLE[group] of its tests.
+SAMPLE = {"alternatives": 4, "wrong solutions": 2, "attacks": 3}  # wrong solutions: per lesson; the others in all
+PROOF_TESTS = {  # file -> (group, the test functions that are proofs: None for every one in the file)
+    "test_alternatives.py": ("alternatives", {"test_alternative_passes_every_check"}),
+    "test_wrong_solutions.py": ("wrong solutions", {"test_wrong_solution_is_caught"}),
+    "test_class_attacks.py": ("attacks", None),
+    "test_devcheck.py": ("attacks", {"test_the_course_passes_its_own_dev_check"}),
+    "test_walk_to_lesson_8.py": ("attacks", None),
+    "test_machines.py": ("attacks", {"test_verdicts_are_the_same_with_the_linux_extras_off"}),
+    "test_under_load.py": ("attacks", None),
+    "test_clocks_blame.py": ("attacks", None),
+}
+HEAVY_ATTACK_FILES = {"test_sandbox.py", "test_start_modes.py"}  # there, the tests marked slow are the proofs
+SEED = "WORKSHOP_PROOFS_SEED"  # how the seed reaches xdist's workers, which must all draw the same sample
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("workshop")
+    group.addoption("--proofs", choices=("sample", "all", "none"), default="sample",
+                    help="the course's and the boundary's proofs: a seeded sample (default), all of them, or none")
+    group.addoption("--proofs-seed", type=int, default=None, help="the seed of the sample (printed by every run)")
+
+
+def pytest_configure(config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) draws the seed once
+        seed = config.getoption("proofs_seed")
+        os.environ[SEED] = str(seed if seed is not None else int.from_bytes(os.urandom(2), "big"))
+
+
+def proof_group(item) -> str | None:
+    """The proof group an item belongs to, or None if it is not a proof (and so runs in every tier)."""
+    name, function = item.path.name, getattr(item, "originalname", item.name)
+    if name in PROOF_TESTS:
+        group, functions = PROOF_TESTS[name]
+        return group if functions is None or function in functions else None
+    if name in HEAVY_ATTACK_FILES and item.get_closest_marker("slow"):
+        return "attacks"
+    return None
+
+
+def _sample(items: list, seed: int) -> list:
+    """The proofs this seed keeps: SAMPLE[group] of each group (per lesson for the wrong solutions, and the
+    alternatives from as many lessons as they are), drawn the same way in every process for the same collection."""
+    import random
+
+    chance = random.Random(seed)
+    pools: dict[str, list] = {}
+    for item in sorted(items, key=lambda item: item.nodeid):
+        group = proof_group(item)
+        if group == "wrong solutions":
+            group = f"{group} of lesson {item.callspec.params['case'].lesson}"
+        pools.setdefault(group, []).append(item)
+    kept = []
+    for group, pool in sorted(pools.items()):
+        size = SAMPLE[group.split(" of lesson")[0]]
+        if group == "alternatives":  # one lesson each, as far as the lessons go
+            by_lesson: dict[int, list] = {}
+            for item in pool:
+                by_lesson.setdefault(item.callspec.params["case"].lesson, []).append(item)
+            lessons = chance.sample(sorted(by_lesson), min(size, len(by_lesson)))
+            kept += [chance.choice(by_lesson[lesson]) for lesson in lessons]
+        else:
+            kept += chance.sample(pool, min(size, len(pool)))
+    return kept
+
+
+def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        if proof_group(item):
+            item.add_marker(pytest.mark.proof)
+    tier = config.getoption("proofs")
+    if tier == "all":
+        return
+    proofs = [item for item in items if proof_group(item)]
+    kept = set(_sample(proofs, int(os.environ[SEED]))) if tier == "sample" else set()
+    left_out = [item for item in proofs if item not in kept]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in set(left_out)]
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    return _tier_line(config)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    terminalreporter.write_line(_tier_line(config))
+
+
+def _tier_line(config) -> str:
+    tier, seed = config.getoption("proofs"), os.environ.get(SEED, "?")
+    if tier == "all":
+        return "proofs: all of them (--proofs=all)"
+    if tier == "none":
+        return "proofs: none (--proofs=none); `--proofs=all` runs every one"
+    return (f"proofs: a sample, seed {seed} (`--proofs-seed={seed}` draws it again; `--proofs=all` runs every "
+            "alternative, wrong solution and heavy attack)")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -62,13 +62,14 @@ def test_a_class_folder_a_bare_repo_and_a_url_grade_in_one_command(classroom, tm
     assert result.exit_code == 1, result.output  # not everyone passes (and one folder is no workspace)
     report = json.loads((tmp_path / "c.json").read_text())
     rows = {student["name"]: student for student in report["students"]}
-    assert set(rows) == {"alice", "bob", "carol", "notes", "Ada Lovelace", "Ada Lovelace (2)"}
+    assert set(rows) == {"alice", "bob", "carol", "notes", "dave", "dave (2)"}, "named by what the instructor gave"
+    assert rows["dave"]["author"] == rows["dave (2)"]["author"] == "Ada Lovelace" and rows["bob"]["author"] is None
     assert rows["bob"]["grade"]["passed"] and rows["carol"]["grade"]["passed"], "a zip with a top folder is found"
     own = sum(check.points for check in kit.lesson(1).checks)
     assert (rows["bob"]["grade"]["score"], rows["bob"]["grade"]["max_score"]) == (own, own), "lesson 1's own checks carry the points"
     assert (rows["alice"]["grade"]["score"], rows["alice"]["grade"]["max_score"]) == (0, own), "the solved lesson 0 earns nothing"
     assert rows["alice"]["grade"]["regressions"] == [] and not rows["alice"]["grade"]["passed"]
-    assert rows["Ada Lovelace"]["grade"]["max_score"] == own and rows["Ada Lovelace"]["grade"]["score"] == 0, "the clone is graded"
+    assert rows["dave"]["grade"]["max_score"] == own and rows["dave"]["grade"]["score"] == 0, "the clone is graded"
     assert report["sandbox"] == "bwrap" or report["sandbox"]  # whatever the boundary chose, named
     assert rows["notes"]["grade"] is None and "not a Rover workspace" in rows["notes"]["problem"]
     assert "notes" in result.output and "not graded" in result.output
@@ -217,7 +218,7 @@ def test_a_zip_of_60000_entries_is_refused_from_its_directory_in_well_under_a_se
     started = time.monotonic()
     [student] = bulk.collect([str(archive)], scratch)
     assert time.monotonic() - started < 0.5
-    assert "60,000 entries" in student.problem and not any(scratch.rglob("f1"))
+    assert "more than 10,000 entries" in student.problem and not any(scratch.rglob("f1"))
 
 
 def _path_without_bwrap(tmp_path: Path) -> str:
@@ -234,7 +235,7 @@ def _path_without_bwrap(tmp_path: Path) -> str:
 def test_without_a_sandbox_class_grade_refuses_unless_told_and_then_every_report_says_so(workspace, tmp_path, monkeypatch):
     root = workspace(1, solved=True)
     monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path))
-    from grader.grading.backends import bwrap
+    from grader.boundary.backends import bwrap
 
     # bwrap is probed once a process: a fresh probe for this test's PATH, and the process's own back afterwards
     monkeypatch.setattr(bwrap, "why_not", functools.cache(bwrap.why_not.__wrapped__))
@@ -252,19 +253,21 @@ def test_without_a_sandbox_class_grade_refuses_unless_told_and_then_every_report
 
 
 def test_names_are_defused_in_the_csv_and_stripped_of_escapes_on_the_terminal(workspace, tmp_path):
-    names = ['=HYPERLINK("http://evil.invalid","click")', "@SUM(A1:A9)", "\x1b]0;owned\x07\x1b[2Jclear\x1b[31m"]
+    """A repository's name (the row's) and its author (beside it) are both the student's to choose."""
+    names = ['=HYPERLINK("evil.invalid";"click")', "@SUM(A1:A9)", "+cmd|calc!A1"]
+    author = "\x1b]0;owned\x07\x1b[2Jclear\x1b[31m"
     room = tmp_path / "repos"
     room.mkdir()
     for index, name in enumerate(names):
         folder = workspace(1).rename(tmp_path / f"w{index}")
         subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
-        subprocess.run(["git", "-c", f"user.name={name}", "-c", "user.email=x@example.invalid", "add", "-A"], cwd=folder, check=True)
-        subprocess.run(["git", "-c", f"user.name={name}", "-c", "user.email=x@example.invalid", "commit", "-qm", "w"], cwd=folder, check=True)
-        subprocess.run(["git", "clone", "-q", "--bare", str(folder), str(room / f"r{index}.git")], check=True)
-    result = _run(*(str(room / f"r{index}.git") for index in range(3)), "--csv", str(tmp_path / "c.csv"))
+        subprocess.run(["git", "-c", f"user.name={author}", "-c", "user.email=x@example.invalid", "add", "-A"], cwd=folder, check=True)
+        subprocess.run(["git", "-c", f"user.name={author}", "-c", "user.email=x@example.invalid", "commit", "-qm", "w"], cwd=folder, check=True)
+        subprocess.run(["git", "clone", "-q", "--bare", str(folder), str(room / f"{name}.git")], check=True)
+    result = _run(*(str(room / f"{name}.git") for name in names), "--csv", str(tmp_path / "c.csv"))
     assert "\x1b" not in result.output and "\x07" not in result.output and "clear" in result.output
     cells = [row["student"] for row in csv.DictReader((tmp_path / "c.csv").open())]
-    assert cells[:2] == ["'" + names[0], "'" + names[1]], "a spreadsheet shows them as text"
+    assert cells == ["'" + name for name in names], "a spreadsheet shows them as text"
     assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in csv.reader((tmp_path / "c.csv").open()) for cell in row)
 
 
@@ -315,7 +318,7 @@ def test_a_row_stopped_for_memory_no_count_could_pin_is_graded_again_alone_after
     import time
 
     from grader.classroom import student_run
-    from grader.grading.hidden_memory import LOST
+    from grader.boundary.hidden_memory import LOST
     from grader.grading.runner import Outcome
 
     check = kit.lesson(0).checks[0]

@@ -1,4 +1,4 @@
-"""The run folder's caps (grader.grading.folder_caps), measured as the grader measures them: what a walk counts, what
+"""The run folder's caps (grader.boundary.folder_caps), measured as the grader measures them: what a walk counts, what
 it never follows, and who is stopped. The hostile floods graded end to end are in tests/fixtures/hostile/
 (disk_flood, file_flood, home_flood, flood_at_import), run by tests/test_sandbox.py."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from grader.grading.clocks import Clock, DiskExceeded
-from grader.grading.folder_caps import DiskWatch, measure
-from grader.grading.processes import process
-from grader.grading.runfolder import RunFolder
+from grader.boundary.clocks import Clock, DiskExceeded
+from grader.boundary.folder_caps import DiskWatch, measure
+from grader.boundary.processes import process
+from grader.boundary.runfolder import RunFolder
 
 MiB = 1 << 20
 
@@ -107,8 +107,8 @@ def test_a_flood_finished_between_two_looks_is_caught_by_the_last_look(folder):
 def test_disk_lost_where_no_walk_sees_it_stops_the_run_as_an_error(folder, monkeypatch):
     """Attack wave 3: a file deleted but held as an fd in flight through a socket (or by a bare mapping) fills the disk
     where neither the walk nor the tree's open fds show it. The file system's free space is the last witness."""
-    from grader.grading import folder_caps
-    from grader.grading.clocks import HiddenDisk
+    from grader.boundary import folder_caps
+    from grader.boundary.clocks import HiddenDisk
 
     from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""The machine's witness of memory no process holds (grader.grading.hidden_memory): socket and pipe buffers."""
+"""The machine's witness of memory no process holds (grader.boundary.hidden_memory): socket and pipe buffers."""
 from __future__ import annotations
 
 import socket
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from grader.grading import hidden_memory
-from grader.grading.clocks import Clock, HiddenMemory
+from grader.boundary import hidden_memory
+from grader.boundary.clocks import Clock, HiddenMemory
 
 GiB, MiB = 1 << 30, 1 << 20
 

@@ -111,7 +111,10 @@ def test_a_recorded_live_run_replays_offline(api, solved, tmp_path):
     turns = json.loads(script.read_text())["turns"]
     assert turns[1]["expect"].startswith("1\t") and turns[0]["stop_reason"] == "tool_use"
     assert rover(solved, "look", "--model", f"scripted:{script}", "--transcript", str(second)).returncode == 0
-    assert json.loads(first.read_text()) == json.loads(second.read_text())
+    live, replayed = json.loads(first.read_text()), json.loads(second.read_text())
+    assert live["messages"] == replayed["messages"]
+    assert [request["messages"] for request in live["requests"]] == [request["messages"] for request in replayed["requests"]]
+    assert [request["usage"] for request in live["requests"]] == [request["usage"] for request in replayed["requests"]]
 
 
 def test_the_sdk_path_without_a_server_via_mock_transport(solved_rover, tmp_path):
@@ -166,7 +169,7 @@ def test_ctrl_c_saves_the_transcript_and_stops_the_command(solved, tmp_path):
     _, err = process.communicate(timeout=20)
     assert process.returncode == 130
     assert err == f"rover: interrupted; the conversation so far is in {transcript}\n"
-    assert [message["role"] for message in json.loads(transcript.read_text())] == ["user", "assistant"]
+    assert [message["role"] for message in json.loads(transcript.read_text())["messages"]] == ["user", "assistant"]
     pid = int((solved / "bash.pid").read_text())
     time.sleep(0.2)
     try:

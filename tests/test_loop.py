@@ -76,7 +76,8 @@ def test_the_cli_replays_a_script_and_saves_the_transcript(rover, tmp_path, caps
     assert code == 0
     assert "• Read hello.py (1 lines)" in out and "It prints hi." in out
     saved = json.loads((tmp_path / "t.json").read_text())
-    assert [message["role"] for message in saved] == ["user", "assistant", "user", "assistant"]
+    assert [message["role"] for message in saved["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert saved["version"] == 2 and [len(request["messages"]) for request in saved["requests"]] == [1, 3]
 
 
 def test_the_cli_without_key_or_script_is_one_line_and_exit_2(rover, monkeypatch, capsys):

@@ -15,12 +15,12 @@ import pytest
 from grader.course import kit
 
 # The paths macOS and a dev container take: the process backend, no subreaper, PR_SET_PDEATHSIG or RLIMIT_AS, and
-# workers spawned as fresh interpreters, never forked (grader.grading.starting).
+# workers spawned as fresh interpreters, never forked (grader.boundary.starting).
 NO_LINUX_EXTRAS = {"WORKSHOP_SANDBOX": "process", "WORKSHOP_LINUX_EXTRAS": "0"}
 
 # Modules allowed to name /proc: the sandbox's backends (bwrap mounts a fresh one; process counting lives there).
 # Everything else asks psutil. Adjust the patterns here if the backends move.
-PROC_ALLOWED = ("grader/grading/backends/*.py",)
+PROC_ALLOWED = ("grader/boundary/backends/*.py",)
 
 
 def check_json(folder: Path, **env: str) -> dict:

@@ -9,8 +9,8 @@ import time
 import psutil
 import pytest
 
-from grader.grading import processes
-from grader.grading.backends import linux_proc
+from grader.boundary import processes
+from grader.boundary.backends import linux_proc
 
 SHAPE = "sleep 30 & sleep 30 & (sleep 30 & (sleep 30 & wait) & wait) & wait"  # children, grandchildren, deeper
 

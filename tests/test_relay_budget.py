@@ -39,7 +39,7 @@ def test_twenty_concurrent_requests_cannot_overdraw_a_budget(store, upstream):
 
 def test_documents_by_url_cannot_overdraw_a_budget(store, upstream):
     """The attack's case: 20 concurrent requests, each a PDF by URL the upstream counts as 200,000 input tokens.
-    Each reserves a document's worst case (100 pages), so the budget is passed by less than one max_tokens."""
+    Each reserves its model's whole context window, so the budget is passed by less than one max_tokens."""
     _, token = store.join("Ada")
     budget, max_tokens = 500_000, 1_000
     document = {"type": "document", "source": {"type": "url", "url": "https://example.com/big.pdf"}}
@@ -53,29 +53,58 @@ def test_documents_by_url_cannot_overdraw_a_budget(store, upstream):
     with relayed(store, upstream.url, budget=budget) as url:
         answers = asyncio.run(everyone(url)) + asyncio.run(everyone(url))
     statuses = [answer.status_code for answer in answers]
-    assert statuses.count(200) == 1 and statuses.count(429) == 39, statuses  # a second 300,000 worst case never fits
+    assert statuses.count(200) == 2 and statuses.count(429) == 38, statuses  # two 201,000 holds fit in 500,000; a third never
     reserved, used = held_and_used(store)
-    assert reserved == 0 and used == 200_050 and used <= budget + max_tokens
+    assert reserved == 0 and used == 2 * 200_050 and used <= budget + max_tokens
 
 
 def test_the_estimate_reserves_worst_cases_for_what_its_text_does_not_show():
-    from grader.classroom.usage import DOCUMENT_TOKENS, IMAGE_TOKENS, estimate_input
+    from grader.classroom.usage import CONTEXT_WINDOW, IMAGE_TOKENS, LONG_CONTEXT_WINDOW, context_window, estimate_input
 
-    def asking(*blocks, tools=()):
-        return estimate_input({"messages": [{"role": "user", "content": list(blocks)}], "tools": list(tools)})
+    def asking(*blocks, tools=(), window=CONTEXT_WINDOW):
+        return estimate_input({"messages": [{"role": "user", "content": list(blocks)}], "tools": list(tools)}, window)
 
     plain = asking({"type": "text", "text": "hi"})
     pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}
     by_file = {"type": "document", "source": {"type": "file", "file_id": "file_1"}}
     image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
     text_document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x" * 3000}}
-    assert asking(pdf) >= DOCUMENT_TOKENS and asking(by_file) >= DOCUMENT_TOKENS and asking(pdf, by_file) >= 2 * DOCUMENT_TOKENS
-    assert IMAGE_TOKENS <= asking(image) < DOCUMENT_TOKENS
-    assert 1000 <= asking(text_document) < DOCUMENT_TOKENS  # a text document is counted by its text
-    fetch = {"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 3, "max_content_tokens": 50_000}
-    search = {"type": "web_search_20250305", "name": "web_search"}
-    assert asking(tools=[fetch]) >= plain + 150_000 and asking(tools=[search]) >= plain + 100_000
+    assert asking(pdf) == asking(by_file) == asking(pdf, by_file) == CONTEXT_WINDOW, "a document's pages: the whole window"
+    assert asking(by_file, window=context_window("context-1m-2025-08-07")) == LONG_CONTEXT_WINDOW
+    assert IMAGE_TOKENS <= asking(image) < 2 * IMAGE_TOKENS
+    assert 1000 <= asking(text_document) < 2000  # a text document is counted by its text
+    assert asking({"type": "text", "text": "x" * 3_000_000}) == CONTEXT_WINDOW, "no input passes the window"
     assert asking(tools=[{"name": "read_file", "input_schema": {"type": "object"}}]) < plain + 100  # a client tool: its text
+
+
+def test_what_brings_input_the_body_does_not_show_is_refused_and_never_leaves(store, upstream):
+    """Issue 25: 100 concurrent streams with an MCP server spent 15 M tokens against a 500 k budget, reserved at their
+    visible size. What no reservation can bound (mcp_servers, a container, server tools) is refused in the API's
+    shape; client tools (custom, bash, text editor) still pass."""
+    _, token = store.join("Ada")
+    ask = {"model": "claude-sonnet-5-5", "max_tokens": 100, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    refused = [{**ask, "mcp_servers": [{"type": "url", "url": "https://mcp.example.invalid/sse", "name": "big"}]},
+               {**ask, "container": "container_1"},
+               *({**ask, "tools": [{"type": kind, "name": kind.split("_20")[0]}]}
+                 for kind in ("web_fetch_20250910", "web_search_20250305", "code_execution_20250825", "mcp_toolset"))]
+    passed = [{**ask, "tools": [{"name": "read", "input_schema": {"type": "object"}}, {"type": "custom", "name": "x", "input_schema": {}},
+                                {"type": "bash_20250124", "name": "bash"}, {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}]}]
+
+    async def crowd(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=20)) as http:
+            return await asyncio.gather(*(http.post("/v1/messages", json=body, headers={"x-api-key": token})
+                                          for body in refused * 17 + passed))
+
+    with relayed(store, upstream.url, budget=500_000) as url:
+        answers = asyncio.run(crowd(url))
+    *no, yes = answers
+    assert [answer.status_code for answer in no] == [400] * len(no) and yes.status_code == 200
+    error = no[0].json()
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error" and no[0].headers["x-should-retry"] == "false"
+    assert "`mcp_servers`" in error["error"]["message"] and "web_fetch_20250910" in no[2].json()["error"]["message"]
+    assert len(upstream.seen) == 1 and "mcp_servers" not in upstream.seen[0]["body"], "a refused request never leaves"
+    reserved, used = held_and_used(store)
+    assert reserved == 0 and used < 1_000
 
 
 def test_a_stream_cut_before_its_usage_is_charged_its_reservation(store, upstream):

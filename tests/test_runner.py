@@ -26,7 +26,7 @@ def _read_checks(*ids: str) -> list[kit.Check]:
 
 
 def test_an_endless_loop_times_out_and_later_checks_still_run(workspace, monkeypatch):
-    monkeypatch.setattr("grader.grading.clocks.BACKSTOP", 1000.0)  # only the CPU budget may end it, however busy the machine
+    monkeypatch.setattr("grader.boundary.clocks.BACKSTOP", 1000.0)  # only the CPU budget may end it, however busy the machine
     root = workspace(1)
     _break_read(root, BROKEN_READ["an endless loop"])
     outcomes = run_checks(root, _read_checks("read.numbered", "read.missing"), time_limit=0.5, jobs=1)
@@ -57,9 +57,9 @@ def test_a_machine_too_busy_to_finish_is_an_error_that_asks_for_a_rerun(workspac
     """Stopped by the backstop while the code used next to no CPU (it kept wanting one): never a failure."""
     import time
 
-    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)  # as if starved of CPU, not asleep
+    monkeypatch.setattr("grader.boundary.processes.runnable", lambda procs: True)  # as if starved of CPU, not asleep
     # and waiting in the run queue all along (/proc/PID/schedstat): every second of wall time a second of waiting
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
     root = workspace(1)
     _break_read(root, "import time\n\ndef run(cwd, path, offset=1, limit=None):\n    time.sleep(600)\n")
     [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)
@@ -70,12 +70,12 @@ def test_a_machine_too_busy_to_finish_is_an_error_that_asks_for_a_rerun(workspac
 @pytest.mark.parametrize("lower", ["os.nice(10)", "open('/proc/self/autogroup', 'w').write('19')"], ids=["nice", "autogroup"])
 def test_code_that_lowered_its_own_priority_is_never_a_busy_machine(workspace, monkeypatch, lower):
     """Attack wave 3: at a lowered priority (nice, SCHED_IDLE) a loop waits in the run queue like code on a busy
-    machine. bwrap refuses the call (grader.grading.backends.seccomp); the process sandbox's clock sees it."""
+    machine. bwrap refuses the call (grader.boundary.backends.seccomp); the process sandbox's clock sees it."""
     import time
 
     monkeypatch.setenv("WORKSHOP_SANDBOX", "process")
-    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)  # starved of CPU, as at a lowered priority
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
+    monkeypatch.setattr("grader.boundary.processes.runnable", lambda procs: True)  # starved of CPU, as at a lowered priority
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
     root = workspace(1)
     _break_read(root, f"import os, time\n\ndef run(cwd, path, offset=1, limit=None):\n    {lower}\n    time.sleep(600)\n")
     [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)
@@ -85,20 +85,20 @@ def test_code_that_lowered_its_own_priority_is_never_a_busy_machine(workspace, m
 
 def test_a_worker_the_machine_was_too_busy_to_start_is_a_busy_check_not_the_codes(workspace, monkeypatch):
     """A spawned worker imports the rover again (macOS): at a high load its start can reach the backstop."""
-    from grader.grading.clocks import CheckTimeout
+    from grader.boundary.clocks import CheckTimeout
 
     def starved(worker, limit, stopping):
         raise CheckTimeout("busy")
 
-    monkeypatch.setattr("grader.grading.proxy.Worker.start", starved)
+    monkeypatch.setattr("grader.boundary.proxy.Worker.start", starved)
     outcomes = run_checks(workspace(1), _read_checks("read.numbered", "read.offset-limit"), jobs=1)
     assert [outcome.busy for outcome in outcomes] == [True, True], [outcome.message for outcome in outcomes]
 
 
 def test_wanting_a_cpu_without_waiting_for_one_is_a_timeout_not_a_busy_machine(workspace, monkeypatch):
     """Hole 7: runnable at every look, but next to no run-queue wait: it was not starved, so it is the code's timeout."""
-    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: 0.0 for proc in procs})
+    monkeypatch.setattr("grader.boundary.processes.runnable", lambda procs: True)
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {proc.pid: 0.0 for proc in procs})
     root = workspace(1)
     _break_read(root, "import time\n\ndef run(cwd, path, offset=1, limit=None):\n    time.sleep(600)\n")
     [outcome] = run_checks(root, _read_checks("read.numbered"), time_limit=0.5, jobs=1)
@@ -137,7 +137,7 @@ def test_a_worker_the_kernel_killed_for_want_of_memory_is_said_so_and_graded_aga
     """On a machine out of memory the kernel kills the largest process, maybe an innocent worker: its check is an error
     that names the machine (class grade grades the row again, alone), not "did the code call os._exit"."""
     from grader.classroom import student_run
-    from grader.grading import proxy
+    from grader.boundary import proxy
 
     root = workspace(1)
     _break_read(root, "import os, signal\n\ndef run(cwd, path, offset=1, limit=None):\n    os.kill(os.getpid(), signal.SIGKILL)\n")
@@ -191,7 +191,7 @@ def test_outcomes_keep_the_manifest_order_across_workers(workspace):
 
 def test_a_hanging_import_is_one_root_cause_with_its_line(workspace, monkeypatch):
     monkeypatch.setattr("grader.grading.runner.IMPORT_LIMIT", 0.5)
-    monkeypatch.setattr("grader.grading.clocks.BACKSTOP", 1000.0)  # only the CPU budget may end it, however busy the machine
+    monkeypatch.setattr("grader.boundary.clocks.BACKSTOP", 1000.0)  # only the CPU budget may end it, however busy the machine
     root = workspace(1, solved=True)
     (root / "rover/tools/read.py").write_text((root / "rover/tools/read.py").read_text() + "\nwhile True:\n    pass\n")
     seen = []

@@ -49,7 +49,7 @@ def tagged(tag: str) -> list[int]:
 
 
 def boundary() -> str:
-    from grader.grading.boundary import NoBoundary, require
+    from grader.boundary.side import NoBoundary, require
 
     try:
         return require()
@@ -73,13 +73,17 @@ def _state(pid: int) -> str:
 
 
 def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, timeout: float = 300, solved: bool = True, append=True,
-                  extra_env: dict | None = None):
-    """Grade a workspace with the fixture in it, with canary secrets about; what is left after it, outside the run folder."""
+                  extra_env: dict | None = None, user=None):
+    """Grade a workspace with the fixture in it, with canary secrets about; what is left after it, outside the run folder.
+
+    user: an OrdinaryUser (tests/test_identity.py) to grade as, in its folder, instead of as this process's user."""
     import socket
 
     if "boundary" in header(fixture, "needs") and not boundary():
         pytest.skip("needs a real boundary (bubblewrap); .ci/run installs it")
     root = workspace(lesson, solved=solved)
+    if user:
+        tmp_path, root = user.folder, user.workspace(root)
     target = root / ("rover/tools/read.py" if append else "rover/__init__.py")
     target.write_text(target.read_text() + "\n\n" + fixture.read_text())
     before = sorted(str(path.relative_to(root)) for path in root.rglob("*"))
@@ -92,6 +96,8 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
     classmate.write_text("# a classmate's work\n")
     kit_before = [path.read_bytes() for path in KIT]
     log.touch()
+    if user:
+        user.own(temp, home, log)
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
     env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home), "ANTHROPIC_API_KEY": CANARY_KEY,
@@ -100,9 +106,11 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
            "WORKSHOP_BACKSTOP": "1000", **dict(pair.split("=", 1) for pair in header(fixture, "env").split()),
            **(extra_env or {})}  # only CPU budgets may end a check here, however busy the machine
     started = time.monotonic()
+    command = [*(user.command if user else [sys.executable]), "-m", "grader.cli", "check", "--json", "--lesson", str(lesson),
+               "--gradescope", str(results)]
+    grade = lambda: subprocess.run(command, cwd=root, env=env, capture_output=True, timeout=timeout)
     try:
-        done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", "--lesson", str(lesson), "--gradescope", str(results)],
-                              cwd=root, env=env, capture_output=True, timeout=timeout)
+        done = planted_keyring(grade) if header(fixture, "plant") == "keyring" else grade()
         took = time.monotonic() - started
         time.sleep(0.3)  # a straggler would have shown itself by now
         try:
@@ -125,6 +133,24 @@ def grade_hostile(workspace, tmp_path: Path, fixture: Path, lesson: int = 1, tim
         if path.read_bytes() != old:
             path.write_bytes(old)
     return done, took, left, results
+
+def planted_keyring(grade):
+    """grade() run with a key in its session keyring, "workshop-canary" holding the canary API key: a session keyring
+    of its own (joined in the starter thread, as the grader joins one for its side), the instructor's stand-in."""
+    import ctypes
+
+    from grader.boundary.backends.identity import in_fresh_keyring
+
+    def planted():
+        libc = ctypes.CDLL(None, use_errno=True)
+        add_key = {"x86_64": 248, "aarch64": 217}.get(os.uname().machine, -1)
+        payload = CANARY_KEY.encode()
+        if libc.syscall(add_key, b"user", b"workshop-canary", payload, len(payload), ctypes.c_long(-3)) < 0:
+            pytest.skip(f"no keyring to plant a key in here: {os.strerror(ctypes.get_errno())}")
+        return grade()
+
+    return in_fresh_keyring(planted)
+
 
 NOTHING_LEFT = {"tagged": [], "logged": [], "temp": [], "workspace": [], "secrets": [], "reached": False, "changed": []}
 
@@ -303,8 +329,8 @@ def test_a_forced_sandbox_that_cannot_run_is_one_line_and_exit_2(workspace, forc
 
 
 def test_require_names_what_is_missing_and_how_to_install_it(monkeypatch):
-    from grader.grading import boundary
-    from grader.grading.backends import bwrap
+    from grader.boundary import side as boundary
+    from grader.boundary.backends import bwrap
 
     monkeypatch.delenv("WORKSHOP_SANDBOX", raising=False)
     monkeypatch.setattr(bwrap, "why_not", lambda: bwrap.INSTALL)
@@ -316,22 +342,8 @@ def test_require_names_what_is_missing_and_how_to_install_it(monkeypatch):
         boundary.require()
 
 
-def test_the_seatbelt_profile_allows_writes_only_in_the_run_folder_and_no_network():
-    from grader.grading.backends import seatbelt
-
-    text = seatbelt.profile(2)
-    assert "(deny network*)" in text and "(deny file-write*)" in text
-    allowed = text.split("(allow file-write*", 1)[1].split(")\n(", 1)[0]
-    assert '(subpath (param "RUN"))' in allowed and "HOME" not in allowed and "READ_" not in allowed
-    assert '(deny file-read* (subpath (param "HOME")))' in text and '(subpath (param "READ_1"))' in text
-    assert text.index("(deny file-read*") < text.index("(allow file-read*"), "the later rule wins: the needed paths are readable"
-    command = seatbelt.command(["python", "-c", "pass"], Path("/tmp/run x"), Path("/Users/ada"), [Path("/kit"), Path("/ws")])
-    assert command[:2] == [seatbelt.SANDBOX_EXEC, "-p"] and command[-3:] == ["python", "-c", "pass"]
-    assert "RUN=/tmp/run x" in command and "READ_1=/ws" in command and "/tmp/run x" not in command[2], "paths are parameters"
-
-
 def test_removal_cannot_fail_however_deep_or_locked(tmp_path):
-    from grader.grading.runfolder import remove_tree
+    from grader.boundary.runfolder import remove_tree
 
     top = tmp_path / "run"
     top.mkdir()
@@ -368,7 +380,7 @@ def test_links_planted_in_the_run_folder_are_never_followed(workspace, tmp_path)
 
 def test_the_grader_never_writes_or_reads_through_a_planted_link(tmp_path):
     from grader.grading.lab import CheckFailed, Lab
-    from grader.grading.runfolder import RunFolder
+    from grader.boundary.runfolder import RunFolder
 
     outside = tmp_path / "outside.txt"
     outside.write_text("a classmate's work\n")
@@ -440,7 +452,7 @@ def test_the_process_fallback_says_so_on_screen_and_in_every_report(workspace, t
     assert 'name="sandbox" value="process"' in text and "Graded without a sandbox" in text
 
 
-HOLDS = """
+PRELUDE = """
 import ctypes, json, os, subprocess, sys, threading
 libc, out = ctypes.CDLL(None, use_errno=True), {}
 def attempt(name, call):
@@ -449,6 +461,8 @@ def attempt(name, call):
         out[name] = "ok"
     except OSError as error:
         out[name] = error.strerror
+"""
+HOLDS = PRELUDE + """
 fd = os.open("held", os.O_CREAT | os.O_RDWR)
 out["fallocate"] = "ok" if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(1 << 30)) == 0 else os.strerror(ctypes.get_errno())
 out["shmget"] = "ok" if libc.shmget(0, 1 << 20, 0o1600) >= 0 else os.strerror(ctypes.get_errno())
@@ -491,28 +505,35 @@ open(sys.argv[1], "w").write(json.dumps(out))
 """
 
 
+def run_in_side(tmp_path: Path, script: str, look=lambda folder: None):
+    """`script` run by python in a bwrap side of its own (its argv[1]: where to write the JSON it says); that JSON, and
+    what `look(run_folder)` saw before the folder went."""
+    if boundary() != "bwrap":
+        pytest.skip("bubblewrap cannot start here")
+    from grader.boundary.backends.bwrap import Bwrap
+    from grader.boundary.runfolder import RunFolder
+
+    folder, side, workspace = RunFolder(), Bwrap(), tmp_path / "workspace"
+    workspace.mkdir()  # not tmp_path itself: pytest makes it 0700, which a root grader's side (65534) cannot enter
+    try:
+        said = folder.path / "said.json"
+        side.start([sys.executable, "-I", "-c", script, str(said)], folder, workspace, (), folder.path).wait(60)
+        return json.loads(said.read_text()), look(folder)
+    finally:
+        side.end()
+        folder.close()
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
 def test_the_side_cannot_hold_disk_or_memory_past_the_counts_nor_lower_its_priority(tmp_path):
     """Attack wave 3: fallocate reserved 1.9 GiB in one call past the 128 MiB file limit; memfd, SysV shared memory
     and an unbounded /dev/shm held RAM nothing counted (then hard links in a sized tmpfs did); SCHED_IDLE made an
     endless loop look like a busy machine.
     Then `unshare -Urm` gave the code a mount namespace of its own, and in it a tmpfs of any size."""
-    if boundary() != "bwrap":
-        pytest.skip("bubblewrap cannot start here")
-    from grader.grading import folder_caps
-    from grader.grading.backends.bwrap import Bwrap
-    from grader.grading.runfolder import RunFolder
+    from grader.boundary import folder_caps
 
-    folder, side = RunFolder(), Bwrap()
-    try:
-        said = folder.path / "said.json"
-        side.start([sys.executable, "-I", "-c", HOLDS, str(said)], folder, tmp_path, (), folder.path).wait(60)
-        out = json.loads(said.read_text())
-        seen = folder_caps.measure(folder.fd)  # what the run folder's walk counts
-        shm, tmp = seen.by_bytes["shm"], seen.by_entries["tmp"]
-    finally:
-        side.end()
-        folder.close()
+    out, seen = run_in_side(tmp_path, HOLDS, lambda folder: folder_caps.measure(folder.fd))  # what the run folder's walk counts
+    shm, tmp = seen.by_bytes["shm"], seen.by_entries["tmp"]
     refused = {"io_uring": "Function not implemented", "fallocate": "Operation not supported", "shmget": "Function not implemented", "memfd_create": "Function not implemented",
                "nice": "Operation not permitted", "sched_idle": "Operation not permitted", "dev": "Read-only file system"}
     assert {name: out[name] for name in refused} == refused
@@ -539,3 +560,4 @@ def test_a_spawned_workers_own_import_is_measured_and_only_its_check_is_blamed(w
     others = [entry for entry in report["checks"] if entry["status"] == "error"]
     assert not any("MB" in entry["message"] for entry in others), [entry["message"][:160] for entry in others]
     assert left == NOTHING_LEFT
+

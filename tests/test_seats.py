@@ -121,10 +121,11 @@ def test_class_students_lists_renames_removes_and_approves(store):
 
 
 def test_names_are_safe_on_a_terminal_and_in_a_spreadsheet():
-    assert for_terminal("\x1b]0;title\x07Ada\x1b[2J\r\n\u202eevil\u2028") == "]0;titleAda[2Jevil"
+    assert for_terminal("\x1b]0;title\x07Ada\x1b[2J\r\n\u202eevil\u2028") == "]0;titleAda[2J evil"  # a line break: a space
     assert for_terminal("Zoë Ñúñez 李") == "Zoë Ñúñez 李"
-    for formula in ("=HYPERLINK(\"x\")", "@SUM(A1)", "+1", "-1+2", "\t=1", " =1", "＝1"):
+    for formula in ("=HYPERLINK(\"x\")", "@SUM(A1)", "+1", "-1+2", " =1", "＝1"):
         assert csv_cell(formula) == "'" + formula
+    assert csv_cell("\t=1") == "' =1" and csv_cell("\x1b=1\ud800") == "'=1\ufffd"  # no control or surrogate stays
     assert csv_cell("Ada") == "Ada" and csv_cell(-3) == -3 and csv_cell("") == ""
 
 
@@ -198,3 +199,27 @@ def test_names_are_normalised_before_they_are_compared(store):
     assert tabbed.status_code == 422  # a control character is refused, not folded into a space
     assert cyrillic.status_code == 201
     assert sorted(seat.name for seat in store.students()) == ["Ada Lovelace", "\u0410da Lovelace"]
+
+
+def test_many_addresses_cannot_take_the_class_past_its_size_or_its_rate(store):
+    """Issue 25: 100 addresses took 500 seats in 36 s. The join limit is class-wide as well as per address, and past
+    the expected class size a new seat waits for approval (a rejoin keeps its own seat)."""
+    from grader.classroom.payloads import Join
+    from grader.classroom.refusals import Refused
+
+    seats = Seats(store, class_size=30)
+    outcomes = []
+    for attempt in range(5):
+        for address in range(100):
+            try:
+                student, _ = seats.join(Join(name=f"bot {address}-{attempt}", workspace=f"{address:016x}{attempt:016x}"),
+                                        None, f"10.0.{address}.1")
+                outcomes.append("pending" if student.pending else "seated")
+            except Refused as refused:
+                outcomes.append(refused.status)
+    assert outcomes.count("seated") == 30 and outcomes.count("pending") == 90, "the class's size, then its approval"
+    assert outcomes.count(429) == 500 - 120, "120 joins a minute from the whole class, whatever the addresses"
+    assert len(store.students()) == 120 and sum(not seat.pending for seat in store.students()) == 30
+    first = store.students()[0]
+    again, _ = Seats(store, class_size=30).join(Join(name="back again", workspace=f"{0:016x}{0:016x}"), None, "10.9.9.9")
+    assert again.id == first.id and not again.pending, "a seated workspace that joins again keeps its seat"

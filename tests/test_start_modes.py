@@ -1,5 +1,5 @@
 """Workers forked from the zygote (Linux) or spawned as fresh interpreters (macOS, no fork, the Linux extras off):
-the same verdicts, the same judgement of a hostile import, nothing left behind (grader.grading.starting)."""
+the same verdicts, the same judgement of a hostile import, nothing left behind (grader.boundary.starting)."""
 from __future__ import annotations
 
 import json
@@ -15,8 +15,8 @@ import uuid
 
 import pytest
 
+from grader.boundary import starting
 from grader.errors import WorkshopError
-from grader.grading import starting
 from tests.conftest import FIXTURES
 from tests.test_machines import NO_LINUX_EXTRAS, verdicts
 from tests.test_sandbox import NOTHING_LEFT, grade_hostile, tagged
@@ -60,10 +60,11 @@ def test_the_mode_can_be_forced_and_a_wrong_one_is_one_line(workspace, monkeypat
 def test_a_spawned_worker_is_a_fresh_interpreter_and_goes_with_its_keeper(rendered, monkeypatch, side, mode):
     """Spawned, the keeper and the worker run `main(["keeper"...])` and `main(["worker"...])`, never a copy of the
     zygote; forked, they are copies of it. Either way the worker answers, and stopping it leaves no process."""
-    from grader.grading.boundary import choose
-    from grader.grading.proxy import Worker, Zygote
-    from grader.grading.processes import process
-    from grader.grading.runfolder import RunFolder
+    from grader.boundary.side import choose
+    from grader.boundary.proxy import Worker, Zygote
+    from grader.boundary.processes import process
+    from grader.grading.runner import HARNESS
+    from grader.boundary.runfolder import RunFolder
 
     monkeypatch.setenv("WORKSHOP_WORKER_START", mode)
     monkeypatch.setenv("WORKSHOP_SANDBOX", side)
@@ -72,7 +73,7 @@ def test_a_spawned_worker_is_a_fresh_interpreter_and_goes_with_its_keeper(render
     run, stopping, boundary = RunFolder(), threading.Event(), choose()
     zygote = worker = None
     try:
-        zygote = Zygote(run, rendered(1, True), boundary)
+        zygote = Zygote(run, rendered(1, True), boundary, HARNESS)
         assert "ok" in zygote.imported(30, stopping)
         worker = Worker(run, zygote, stopping)
         worker.start(30, stopping)

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 import pytest
 
 from grader.course import kit
-from grader.grading.clocks import CheckTimeout, Clock
+from grader.boundary.clocks import CheckTimeout, Clock
 from grader.grading.lab import Lab
-from grader.grading.processes import Usage
+from grader.boundary.processes import Usage
 from grader.grading.runner import BUSY, run_checks
-from grader.grading.stopwatch import Lap, TooBusy
+from grader.boundary.stopwatch import Lap, TooBusy
 
 
 def test_a_lap_within_its_limit_is_in_time_however_busy_the_machine():
@@ -57,15 +57,15 @@ def test_where_the_system_does_not_say_an_overloaded_machine_is_taken_as_the_cau
 
 def test_the_clock_keeps_the_waits_of_processes_that_ended_between_two_looks(monkeypatch):
     looks = iter([{1: 5.0, 2: 1.0}, {1: 5.5, 2: 1.75, 3: 0.25}, {1: 6.0}])  # 2 and 3 ended after the second look
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: next(looks))
-    monkeypatch.setattr("grader.grading.processes.usage", lambda procs: Usage())
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: next(looks))
+    monkeypatch.setattr("grader.boundary.processes.usage", lambda procs: Usage())
     clock = Clock(10, tree=lambda: [SimpleNamespace(pid=1, nice=lambda: 0)]).begin()  # the first look is the zero
     assert clock.waited() == pytest.approx(1.5)
     assert clock.waited() == pytest.approx(2.0)
 
 
 def test_a_clock_on_a_system_without_run_queue_figures_says_none(monkeypatch):
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: None)
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: None)
     assert Clock(10, tree=lambda: []).begin().waited() is None
 
 
@@ -83,8 +83,8 @@ class _Now:
 def still_tree(monkeypatch):
     """A clock on a tree of one process (pid 1, the worker: its own) that uses no CPU, at a time the test sets."""
     now = _Now()
-    monkeypatch.setattr("grader.grading.clocks.time", now)
-    monkeypatch.setattr("grader.grading.processes.usage", lambda procs: Usage(cpu=0.1))
+    monkeypatch.setattr("grader.boundary.clocks.time", now)
+    monkeypatch.setattr("grader.boundary.processes.usage", lambda procs: Usage(cpu=0.1))
     return now, (lambda budget: Clock(budget, tree=lambda: [SimpleNamespace(pid=1, nice=lambda: 0)], own=(1,)).begin())
 
 
@@ -95,8 +95,8 @@ def _look_at(clock: Clock, now: _Now, seconds: float) -> None:
 
 def test_a_grader_held_back_between_two_looks_does_not_count_the_gap_as_the_code_s_idleness(still_tree, monkeypatch):
     now, make = still_tree
-    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: False)
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {1: 0.0})
+    monkeypatch.setattr("grader.boundary.processes.runnable", lambda procs: False)
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {1: 0.0})
     clock = make(1.0)
     _look_at(clock, now, 0.25)  # the first look: CPU so far, the zero of idleness
     _look_at(clock, now, 3.0)  # the grader's own thread got no CPU for 2.75 s: it saw the tree idle for one look only
@@ -110,8 +110,8 @@ def test_a_grader_held_back_between_two_looks_does_not_count_the_gap_as_the_code
 def test_at_the_backstop_the_waits_of_commands_that_ended_still_count(still_tree, monkeypatch):
     """A command starved for 2.7 s, then ended: the tree was held back by the machine, not asleep."""
     now, make = still_tree
-    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)
-    monkeypatch.setattr("grader.grading.processes.run_wait",
+    monkeypatch.setattr("grader.boundary.processes.runnable", lambda procs: True)
+    monkeypatch.setattr("grader.boundary.processes.run_wait",
                         lambda procs: {1: 0.0, 2: 0.9 * (now.now - 100)} if now.now < 103 else {1: 0.0})
     clock = make(1.0)
     for look in range(1, 17):
@@ -124,8 +124,8 @@ def test_at_the_backstop_the_waits_of_commands_that_ended_still_count(still_tree
 def test_at_the_backstop_the_time_the_tree_waited_on_a_slow_grader_is_not_the_code_s_sleep(still_tree, monkeypatch):
     """Each second the grader took 0.75 s to answer (its own work on a busy machine): the tree waited on it, not asleep."""
     now, make = still_tree
-    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: False)
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {1: 0.0})
+    monkeypatch.setattr("grader.boundary.processes.runnable", lambda procs: False)
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {1: 0.0})
     clock = make(1.0)
     for second in range(4):
         _look_at(clock, now, second + 0.25)
@@ -138,8 +138,8 @@ def test_at_the_backstop_the_time_the_tree_waited_on_a_slow_grader_is_not_the_co
 
 def test_at_the_backstop_a_tree_that_mostly_slept_is_a_wait(still_tree, monkeypatch):
     now, make = still_tree
-    monkeypatch.setattr("grader.grading.processes.runnable", lambda procs: True)  # a moment's work at every look
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {1: 0.0})
+    monkeypatch.setattr("grader.boundary.processes.runnable", lambda procs: True)  # a moment's work at every look
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {1: 0.0})
     clock = make(1.0)
     for look in range(1, 17):
         _look_at(clock, now, look * 0.25)
@@ -161,7 +161,7 @@ def _bash_check(check_id: str) -> list[kit.Check]:
 
 def test_a_timeout_answered_late_on_a_starved_machine_is_too_busy_not_a_failure(workspace, monkeypatch):
     """Every second of the call, each process waited a second for a CPU: the 5 s it took are the machine's."""
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {proc.pid: time.monotonic() for proc in procs})
     root = workspace(2, solved=True)
     _late_bash(root, 4.5)
     [outcome] = run_checks(root, _bash_check("bash.timeout"), jobs=1)
@@ -170,8 +170,8 @@ def test_a_timeout_answered_late_on_a_starved_machine_is_too_busy_not_a_failure(
 
 
 def test_a_timeout_answered_late_on_an_idle_machine_is_the_code_s(workspace, monkeypatch):
-    monkeypatch.setattr("grader.grading.processes.run_wait", lambda procs: {proc.pid: 0.0 for proc in procs})
-    monkeypatch.setattr("grader.grading.processes.thread_wait", lambda: 0.0)
+    monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: {proc.pid: 0.0 for proc in procs})
+    monkeypatch.setattr("grader.boundary.processes.thread_wait", lambda: 0.0)
     root = workspace(2, solved=True)
     _late_bash(root, 4.5)
     [outcome] = run_checks(root, _bash_check("bash.timeout"), jobs=1)
@@ -205,7 +205,7 @@ def test_a_process_that_ends_does_not_outlive_its_time(sleeper):
 def test_a_killed_process_still_waiting_for_a_cpu_to_end_on_is_the_machine_s(sleeper, monkeypatch):
     """Runnable all along (as a killed process is until it gets a CPU): given time, then too busy, never 'alive'."""
     lab, child = sleeper
-    monkeypatch.setattr("grader.grading.clocks.BACKSTOP", 3.0)
+    monkeypatch.setattr("grader.boundary.clocks.BACKSTOP", 3.0)
     monkeypatch.setattr(type(lab._worker), "runnable", lambda self, pid: True)
     started = time.monotonic()
     with pytest.raises(TooBusy):

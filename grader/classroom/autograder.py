@@ -192,11 +192,14 @@ def _zero(message: str) -> dict:
 
 
 def publish(results: dict, path: Path) -> None:
-    """Write results.json atomically, over anything (a file, a link, a folder) that was there before."""
+    """Write results.json atomically, over anything (a file, a link, a folder) that was there before; every string
+    through the one sanitizer (a student's message may hold a lone surrogate or an escape sequence)."""
+    from grader.classroom.safe_text import clean_tree
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=".results-", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(results, out, indent=2)
+        json.dump(clean_tree(results, limit=1 << 16), out, indent=2)
     _clear(path)
     os.replace(temporary, path)
 
@@ -260,6 +263,7 @@ def _import_everything_first() -> None:
     import psutil  # noqa: F401
 
     import grader.classroom.cleanup  # noqa: F401
+    import grader.classroom.safe_text  # noqa: F401
     import grader.classroom.student_run  # noqa: F401
     import grader.course.render  # noqa: F401
     import grader.grading.reports  # noqa: F401

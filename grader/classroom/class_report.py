@@ -18,7 +18,7 @@ from html import escape
 from pathlib import Path
 
 from grader.classroom.bulk import UNSAFE, ClassRun, Student
-from grader.classroom.safe_text import csv_row, for_terminal
+from grader.classroom.safe_text import clean, clean_message, clean_tree, csv_row
 from grader.course import kit
 
 TOP_FAILING = 8  # failing checks shown before "more" (what to explain next fits one screen)
@@ -60,6 +60,7 @@ def as_json(run: ClassRun) -> dict:
         "seconds": round(run.seconds, 3),
         "students": [
             {"name": student.name, "source": student.source, "lesson": student.lesson, "problem": student.problem or None,
+             "author": student.author or None,
              "seconds": round(student.seconds, 3), "cpu_seconds": round(student.cpu_seconds, 3),
              "grade": _grade(student) if student.graded else None}
             for student in run.students
@@ -77,7 +78,7 @@ def _grade(student: Student) -> dict:
 
 
 def write_json(run: ClassRun, path: Path) -> None:
-    path.write_text(json.dumps(as_json(run), indent=2), encoding="utf-8")
+    path.write_text(json.dumps(clean_tree(as_json(run)), indent=2), encoding="utf-8")
 
 
 def failures(run: ClassRun) -> list[tuple[kit.Check, int]]:
@@ -137,10 +138,10 @@ def _students(run: ClassRun) -> str:
     head = "".join(f"<th class=lesson title='lesson {number}'>L{number}</th>" for number in lessons)
     rows = []
     for student in run.students:
-        name = f"<th class=name title='{escape(student.source, quote=True)}'>{escape(for_terminal(student.name))}</th>"
+        name = f"<th class=name title='{escape(clean(student.source), quote=True)}'>{escape(clean(student.name))}</th>"
         cells = [name, f"<td>{'' if student.lesson is None else student.lesson}</td>"]
         if not student.graded:
-            cells.append(f"<td class=problem colspan={len(lessons) + 2}>not graded: {escape(student.problem)}</td>")
+            cells.append(f"<td class=problem colspan={len(lessons) + 2}>not graded: {escape(clean_message(student.problem))}</td>")
         else:
             cells.append(f"<td class=score>{student.score}/{student.max_score}</td>"
                          f"<td class={'failed' if student.regressions else 'passed'}>{len(student.regressions)}</td>")
@@ -160,7 +161,7 @@ def _lesson_cell(student: Student, number: int) -> str:
     count = f"{len(outcomes) - len(failing)}/{len(outcomes)}"
     if not failing:
         return f"<td class=passed>✓ {count}</td>"
-    items = "".join(f"<li class={outcome.status} title='{escape(outcome.message[:300], quote=True)}'>"
+    items = "".join(f"<li class={outcome.status} title='{escape(clean(outcome.message, 300), quote=True)}'>"
                     f"{MARKS.get(outcome.status, '?')} {escape(outcome.check.id)}</li>" for outcome in failing)
     return f"<td class=failed><details><summary>✗ {count}</summary><ul>{items}</ul></details></td>"
 

@@ -3,7 +3,7 @@
 A student's class token stands in for an API key (sent as `x-api-key` or `Authorization: Bearer`); the relay
 swaps it for the real key, which never leaves the instructor's machine. `/v1/messages` costs budget:
 before forwarding, the request's worst case (an estimate of its input plus its `max_tokens`) is reserved
-atomically in the store, and the real usage settles it afterwards, so many requests at once cannot
+atomically in the store (a request that may bring input its body does not show, past any bound, is refused), and the real usage settles it afterwards, so many requests at once cannot
 overdraw a budget. `/v1/messages/count_tokens` and `/v1/models` are forwarded free. Errors come back in
 the Messages API's own shape; the ones retrying cannot fix say so (`x-should-retry`).
 """
@@ -20,7 +20,7 @@ from fastapi.responses import Response, StreamingResponse
 from grader.classroom.payloads import TooLarge, TooSlow, read_body
 from grader.classroom.refusals import Refused, error
 from grader.classroom.store import Store, Student, Unavailable
-from grader.classroom.usage import StreamUsage, estimate_input, usage_of
+from grader.classroom.usage import StreamUsage, context_window, estimate_input, unseen_input, usage_of
 
 ANTHROPIC = "https://api.anthropic.com"
 MAX_REQUEST = 8 * 1024 * 1024  # a quarter of the Messages API's own 32 MB: a whole class's worth of Rover requests is far smaller
@@ -42,7 +42,11 @@ class Relay:
 
     async def messages(self, request: Request) -> Response:
         student = self._student(request)
-        body, parsed, cost = await _json_body(request, estimate=True)
+        body, parsed, cost = await _json_body(request, window=context_window(request.headers.get("anthropic-beta")))
+        if unseen := unseen_input(parsed):
+            raise Refused(400, f"this class relay does not forward a request with {unseen}: it brings in input the request "
+                               "does not show, so its cost cannot be held against your budget first; leave it out, or use "
+                               "your own ANTHROPIC_API_KEY for it")
         max_tokens = parsed.get("max_tokens") if isinstance(parsed.get("max_tokens"), int) and parsed["max_tokens"] > 0 else DEFAULT_MAX_TOKENS
         need = cost + max_tokens
         if not self.store.reserve(student, need, self.budget):
@@ -168,8 +172,9 @@ class _StreamOut(StreamingResponse):
                 await self.stream.finish()
 
 
-async def _json_body(request: Request, estimate: bool = False) -> tuple[bytes, dict, int]:
-    """The body (read as it streams in, refused past MAX_REQUEST), its JSON and, if asked, its input estimate.
+async def _json_body(request: Request, window: int = 0) -> tuple[bytes, dict, int]:
+    """The body (read as it streams in, refused past MAX_REQUEST), its JSON and, given the model's context `window`,
+    its input estimate.
     Parsing and estimating run in a worker thread, on a body whose count of objects is bounded first, so one
     request cannot hold up the board's event loop (and every other student) for long."""
     try:
@@ -181,18 +186,18 @@ async def _json_body(request: Request, estimate: bool = False) -> tuple[bytes, d
     brackets = body.count(b"{") + body.count(b"[")
     if brackets > MAX_BRACKETS:
         raise Refused(413, f"the body holds {brackets:,} JSON objects and arrays; at most {MAX_BRACKETS:,} are accepted")
-    parsed, cost = await anyio.to_thread.run_sync(_parse, body, estimate)
+    parsed, cost = await anyio.to_thread.run_sync(_parse, body, window)
     return body, parsed, cost
 
 
-def _parse(body: bytes, estimate: bool) -> tuple[dict, int]:
+def _parse(body: bytes, window: int) -> tuple[dict, int]:
     try:
         parsed = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
         parsed = None
     if not isinstance(parsed, dict):
         raise Refused(400, "the request body is not a JSON object")
-    return parsed, estimate_input(parsed) if estimate else 0
+    return parsed, estimate_input(parsed, window) if window else 0
 
 
 def _passed_back(upstream: httpx.Response) -> dict[str, str]:

@@ -1,8 +1,11 @@
-"""Who gets a seat on the board: the roster, the instructor's approval, and a limit on joins per address.
+"""Who gets a seat on the board: the roster, the instructor's approval, and limits on joins per address and class.
 
 One seat is one relay budget, so a seat is worth taking more than one of: a roster (`--roster FILE`, one
 name a line) admits only its names, `--approve` holds every other join until the instructor approves it
-on the board, and each address may try only a few joins a minute and a few more an hour.
+on the board, each address may try only a few joins a minute and a few more an hour, and the whole class
+only so many a minute (many addresses are no way around it). Past the expected class size (`--class-size`,
+or the roster's length), a new seat waits for the instructor's approval: 100 addresses no longer take 500
+seats in half a minute.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from grader.classroom.store import ClassFull, NameTaken, Store, Student
 
 JOINS_PER_MINUTE = 6  # per address: enough for typos and rejoins, far too few to fill a class
 JOINS_PER_HOUR = 20  # per address: 500 seats would take a day from one machine, not an hour and a half
+CLASS_JOINS_PER_MINUTE = 120  # the whole class: a room of 100 joins at once, a crowd of addresses waits
+CLASS_SIZE = 60  # seats taken without approval when the instructor names no size and no roster
 
 
 def read_roster(path: Path) -> dict[str, str]:
@@ -67,15 +72,21 @@ class JoinRate:
 
 class Seats:
     def __init__(self, store: Store, roster: dict[str, str] | None = None, approve: bool = False,
-                 rate: JoinRate | None = None, tell=None):
+                 rate: JoinRate | None = None, tell=None, class_size: int | None = None, class_rate: JoinRate | None = None):
         self.store, self.roster, self.approve = store, roster, approve
         self.rate = rate or JoinRate()
+        self.class_rate = class_rate or JoinRate(CLASS_JOINS_PER_MINUTE, per_hour=0)
+        self.class_size = class_size or (len(roster) if roster else CLASS_SIZE)
         self.tell = tell or (lambda line: None)  # serve prints these lines (join events) for the instructor
 
     def join(self, wanted: Join, token: str | None, address: str) -> tuple[Student, str]:
         wait = self.rate.wait_for(address)
         if wait:
             raise Refused(429, f"too many joins from {address}: try again in {wait:.0f} s", headers={"retry-after": str(int(wait) + 1)})
+        wait = self.class_rate.wait_for("the class")
+        if wait:
+            raise Refused(429, f"too many joins to this class this minute: try again in {wait:.0f} s",
+                          headers={"retry-after": str(int(wait) + 1)})
         name, pending = wanted.name, self.approve
         if self.roster is not None:
             listed = self.roster.get(name.casefold())  # the name is normalised already (Join)
@@ -83,7 +94,9 @@ class Seats:
                 raise Refused(403, f"{name!r} is not on this class's roster: join with your name as the instructor has it")
             name, pending = (listed, False) if listed else (name, True)
         try:
-            student, token = self.store.join(name, token, wanted.workspace, pending=pending)
+            listed = self.roster is not None and not pending  # a roster's own name is never held for the count
+            student, token = self.store.join(name, token, wanted.workspace, pending=pending,
+                                             pending_past=None if listed else self.class_size)
         except NameTaken:
             if self.roster is not None and not pending:
                 raise Refused(409, f"{name!r} on the roster already has a seat, joined from another workspace: if that was not you, "

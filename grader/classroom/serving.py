@@ -1,12 +1,13 @@
 """Serve an app with uvicorn on a socket bound first, so the port is known (and can be 0) before anything prints.
 
-A board that stays up in a room that tests it: each connection must send its request headers within
-HEADER_TIMEOUT, sits idle between requests for at most KEEP_ALIVE, and the number of connections is
-capped below the open-file limit (raised at start as far as the system allows). At the cap, the
-connection that has waited longest without a request in progress is closed to make room, so a crowd
-of half-open connections cannot lock out the students (or the instructor's page). One address may hold
-at most PER_ADDRESS connections (its longest idle one, or else the newcomer, is closed past that), so a
-crowd of connections that stall mid-request, which the cap cannot close, comes from many machines or none.
+A board that stays up in a room that tests it: each connection must send a whole request (headers and
+body) within HEADER_TIMEOUT, sits idle between requests for at most KEEP_ALIVE, and the number of
+connections is capped below the open-file limit (raised at start as far as the system allows). At the
+cap, room is made by closing the connection that has waited longest without a request in progress, or
+else the one whose request has been arriving longest (a head without its whole body), and only if every
+request is whole and being answered, the newcomer: a crowd of half-open or trickling connections, from any
+number of addresses, cannot lock out the students or the instructor's page, whose request is whole at once.
+One address may hold at most PER_ADDRESS connections (the same order of closing applies to its own).
 Forwarded-for headers are not trusted: the address is the socket's.
 """
 from __future__ import annotations
@@ -19,10 +20,11 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-HEADER_TIMEOUT = 10.0  # seconds from a connection (or the end of its last answer) to a request's complete headers
+HEADER_TIMEOUT = 10.0  # seconds from a connection (or the end of its last answer) to a request's whole head and body
 KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open
 FILES_KEPT_FREE = 64  # open files left for the database, logs and the relay's own (counted separately)
 PER_ADDRESS = 32  # connections one address may hold: a student's Rover, checks and browser use a handful
@@ -54,7 +56,7 @@ def connection_cap(open_files: int, relay_connections: int = 0) -> int:
 
 
 def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT, per_address: int = PER_ADDRESS) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a header timeout, a connection cap and a cap per client address."""
+    """uvicorn's h11 protocol with a whole-request timeout, a connection cap and a cap per client address."""
     by_address: dict[str, set] = {}  # this server's open connections by their peer's address
 
     class Guarded(H11Protocol):
@@ -93,6 +95,10 @@ def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT, per_ad
         def _busy(self) -> bool:
             return self.cycle is not None and not self.cycle.response_complete
 
+        def _arriving(self) -> bool:
+            """Its request's head is in, its body is not all in yet."""
+            return self.conn.their_state is h11.SEND_BODY
+
         def _start_header_timer(self) -> None:
             self._cycle_before = self.cycle
             self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
@@ -104,8 +110,8 @@ def guarded(max_connections: int, header_timeout: float = HEADER_TIMEOUT, per_ad
 
         def _headers_too_slow(self) -> None:
             self._header_timer = None
-            if self.cycle is self._cycle_before and not self.transport.is_closing():  # no new request began
-                self.transport.close()
+            if (self.cycle is self._cycle_before or self._arriving()) and not self.transport.is_closing():
+                self.transport.close()  # no new request began, or its body is still on its way
 
     return Guarded
 
@@ -116,8 +122,12 @@ def _open_count(connections: set) -> int:
 
 
 def _make_room(newcomer: H11Protocol, connections: set) -> None:
-    idle = [other for other in connections if not other._busy() and not other.transport.is_closing()]
-    victim = min(idle, key=lambda other: other._waiting_since) if idle else newcomer
+    """Close the longest idle connection, else the one whose request has been arriving longest, else the newcomer."""
+    others = [other for other in connections if other is not newcomer and not other.transport.is_closing()]
+    idle = [other for other in others if not other._busy()]
+    arriving = [other for other in others if other._busy() and other._arriving()]
+    victims = idle or arriving
+    victim = min(victims, key=lambda other: other._waiting_since) if victims else newcomer
     victim.transport.close()
 
 

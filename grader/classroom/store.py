@@ -119,9 +119,11 @@ class Store:
         return hmac.compare_digest(token.encode(), self.instructor_token.encode())
 
     # Seats: one per student, one budget each.
-    def join(self, name: str, token: str | None = None, workspace: str | None = None, pending: bool = False) -> tuple[Student, str]:
+    def join(self, name: str, token: str | None = None, workspace: str | None = None, pending: bool = False,
+             pending_past: int | None = None) -> tuple[Student, str]:
         """A seat and a fresh token for it. The workspace that joined before gets its own seat back (renamed if the
-        name changed, usage kept); a name already seated is only for the one holding its token."""
+        name changed, usage kept); a name already seated is only for the one holding its token. A new seat waits for
+        approval if `pending`, or once `pending_past` seats are active (counted in the same transaction)."""
         with self._write() as db:
             named = db.execute("SELECT id FROM students WHERE name = ?", (name,)).fetchone()
             held = db.execute("SELECT id FROM students WHERE token_hash = ?", (_digest(token),)).fetchone() if token else None
@@ -136,6 +138,8 @@ class Store:
                 return self._student(db, mine[0]), kept
             if named is not None:
                 raise NameTaken(name)
+            if not pending and pending_past is not None:
+                pending = db.execute("SELECT count(*) FROM students WHERE state = 'active'").fetchone()[0] >= pending_past
             state = "pending" if pending else "active"
             if db.execute("SELECT count(*) FROM students WHERE state = ?", (state,)).fetchone()[0] >= (MAX_PENDING if pending else MAX_STUDENTS):
                 raise ClassFull("too many joins are waiting for approval" if pending else "this class is full")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from grader.classroom.cleanup import MARK, end_processes, give, kill_group
 from grader.course import kit
-from grader.grading.hidden_memory import LOST as LOST_MEMORY
-from grader.grading.proxy import OUT_OF_MEMORY
+from grader.boundary.hidden_memory import LOST as LOST_MEMORY
+from grader.boundary.proxy import OUT_OF_MEMORY
 from grader.grading.runner import Outcome
 
 OUTPUT_LIMIT = 16 << 20  # bytes of JSON a grading process may print
@@ -77,6 +77,8 @@ def doubtful(graded: Graded) -> bool:
 def private_copy(source: Path, target: Path) -> None:
     """Copy the workspace's files and folders, bounded, leaving out links, devices, pipes and caches (and .git, whose
     class file would post grades to a board): nothing in the copy leads outside it."""
+    if source.is_symlink():  # a link would make someone else's folder this copy (the importer never gives one)
+        raise NotGraded("its workspace is a symbolic link: links are not followed")
     files = size = 0
     stack = [(source, target, 0)]
     while stack:

@@ -10,48 +10,60 @@ from __future__ import annotations
 import json
 
 CHARS_PER_TOKEN = 3  # on the safe side: English runs near 4, code and JSON nearer 3
-# Worst cases for what the text does not show. The API takes a PDF of up to 100 pages, each page costing its
-# text plus an image of it (up to ~3,000 tokens); an image is scaled to at most ~1,600 tokens whatever its size.
-# A document or image by URL or file_id is fetched upstream, so only its worst case can be reserved.
-DOCUMENT_TOKENS = 100 * 3_000
+# No request's input passes its model's context window. A document whose pages the text does not show (a PDF, or
+# anything by URL or file_id: up to 600 pages with the 1M context) is reserved at that whole window; an image is
+# scaled to at most ~1,600 tokens whatever its size, so it is reserved at that.
+CONTEXT_WINDOW = 200_000
+LONG_CONTEXT_WINDOW, LONG_CONTEXT_BETA = 1_000_000, "context-1m"
 IMAGE_TOKENS = 1_600
-# Server tools bring input of their own: each use adds what it fetched or found. A web_fetch use counts its
-# max_content_tokens (when set) or 100,000; a web_search use 20,000 (about ten results); max_uses when set, else 10.
-SERVER_TOOL_USE_TOKENS = {"web_fetch": 100_000, "web_search": 20_000}
-SERVER_TOOL_USES = 10
+# What may bring input the body does not show, past any bound the relay could hold: an MCP server's tools, a code
+# execution container's files, and server tools (web_fetch, web_search, code execution, tool search...), whose
+# results the API feeds back to the model again and again within one request. Tools run by the client
+# (a custom tool, or the Anthropic-defined ones below) bring theirs back in the next request's body, where it shows.
+UNSEEN_FIELDS = ("mcp_servers", "container")
+CLIENT_TOOL_TYPES = ("custom", "bash_", "text_editor_", "computer_", "memory_")
 INPUT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-def estimate_input(body: dict) -> int:
-    """An upper estimate of the request's input tokens: its text, plus the worst case of each document, image and
-    server tool (web_fetch, web_search), which bring input the text does not show."""
+def context_window(beta: str | None) -> int:
+    """The context window a request may fill: 1M with the long-context beta asked for, else 200k."""
+    return LONG_CONTEXT_WINDOW if beta and LONG_CONTEXT_BETA in beta else CONTEXT_WINDOW
+
+
+def unseen_input(body: dict) -> str:
+    """What in the request may bring input its body does not show and no reservation bounds ("" when nothing does)."""
+    for field in UNSEEN_FIELDS:
+        if body.get(field) is not None:
+            return f"`{field}`"
+    tools = body.get("tools")
+    for tool in tools if isinstance(tools, list) else []:
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind is not None and not (isinstance(kind, str) and kind.startswith(CLIENT_TOOL_TYPES)):
+            return f"the server tool {str(kind)[:60]!r}"
+    return ""
+
+
+def estimate_input(body: dict, window: int = CONTEXT_WINDOW) -> int:
+    """An upper estimate of the request's input tokens, at most `window`: its text, plus the worst case of each
+    image; the whole window when a document's pages are not in the text."""
     chars, extra, todo = 0, 0, [body]
     while todo:
         item = todo.pop()
         if isinstance(item, dict):
             kind, source = item.get("type"), item.get("source")
             if kind in ("document", "image") and isinstance(source, dict) and source.get("type") not in ("text", "content"):
-                extra += DOCUMENT_TOKENS if kind == "document" else IMAGE_TOKENS
+                if kind == "document":
+                    return window
+                extra += IMAGE_TOKENS
                 todo.extend(value for key, value in item.items() if key != "source")  # its title, context, citations
             else:
-                extra += server_tool_worst_case(item)
                 todo.extend(item.values())
             chars += sum(len(key) for key in item)
         elif isinstance(item, list):
             todo.extend(item)
         elif isinstance(item, str):
             chars += len(item)
-    return chars // CHARS_PER_TOKEN + extra + 16
-
-
-def server_tool_worst_case(tool: dict) -> int:
-    """The input a server tool definition (`{"type": "web_fetch_20250910", ...}`) may add; 0 for anything else."""
-    kind = tool.get("type")
-    family = next((name for name in SERVER_TOOL_USE_TOKENS if isinstance(kind, str) and kind.startswith(name + "_")), None)
-    if family is None or "name" not in tool:
-        return 0
-    per_use = _int(tool.get("max_content_tokens")) or SERVER_TOOL_USE_TOKENS[family]
-    return per_use * (_int(tool.get("max_uses")) or SERVER_TOOL_USES)
+    return min(window, chars // CHARS_PER_TOKEN + extra + 16)
 
 
 def usage_of(content: bytes) -> tuple[int, int]:

@@ -13,7 +13,7 @@ from grader.classroom.report import share_with_class
 from grader.commands.screen import show
 from grader.errors import WorkshopError
 from grader.grading import reports  # before any grading: student code run in-process cannot swap it (issue 17)
-from grader.grading.boundary import in_process_note
+from grader.boundary.side import in_process_note
 from grader.grading.grade import checks_up_to, dumps, grade, workspace_for, written_atomically
 
 

@@ -32,13 +32,13 @@ def class_grade_command(targets: tuple[str, ...], lesson: int | None, jobs: int 
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from grader.classroom import bulk, class_report
+    from grader.classroom import bulk, class_report, importer
     from grader.classroom.safe_text import for_terminal
 
     for report in (csv_file, html_file, json_file):
         if report and not report.parent.is_dir():
             raise WorkshopError(f"cannot write {report}: folder {report.parent} does not exist")
-    bulk.check_targets(list(targets))
+    importer.check_targets(list(targets))
     sandbox = bulk.boundary(unsafe)  # refused here, in one line, before anything is unpacked
     console = Console(stderr=True, highlight=False)
     if sandbox == bulk.UNSAFE:
@@ -79,7 +79,7 @@ def _show(run, console) -> None:
     for column in ("student", "lesson", "score", "result"):
         table.add_column(column)
     for student in run.students:
-        name = escape(for_terminal(student.name))
+        name = escape(for_terminal(student.name)) + (f" [dim]({escape(for_terminal(student.author))})[/]" if student.author else "")
         if student.graded:
             mark = "[green]✓[/]" if student.passed else "[red]✗[/]"
             table.add_row(name, str(student.lesson), f"{student.score}/{student.max_score}",

@@ -25,11 +25,14 @@ DEFAULT_BUDGET = 500_000
 @click.option("--budget", default=DEFAULT_BUDGET, show_default=True, type=click.IntRange(1), help="Tokens each student (seat) may use through the relay.")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A file of names, one a line: only they may join.")
 @click.option("--approve", is_flag=True, help="Hold each join (each one not on --roster) until you approve it on the board.")
-@click.option("--joins-per-minute", default=6, show_default=True, type=click.IntRange(0), help="Joins allowed per address a minute (0: no limit).")
+@click.option("--joins-per-minute", default=6, show_default=True, type=click.IntRange(0),
+              help="Joins allowed per address a minute; the whole class may make 120 a minute (0: no limit on either).")
+@click.option("--class-size", type=click.IntRange(1, 500),
+              help="Seats taken without your approval; later joins wait for it on the board [default: the roster's length, or 60].")
 @click.option("--connections-per-address", default=32, show_default=True, type=click.IntRange(1),
               help="Connections one address may hold open (raise it when students reach the board through one NAT or proxy).")
 def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, budget: int, roster: Path | None, approve: bool,
-                  joins_per_minute: int, connections_per_address: int) -> None:
+                  joins_per_minute: int, class_size: int | None, connections_per_address: int) -> None:
     """Serve the class board: who is stuck, on what, for how long."""
     api_key = os.environ.get("ANTHROPIC_API_KEY", "")
     if relay and not api_key:
@@ -38,7 +41,7 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
         raise WorkshopError(f"--upstream {upstream} is not an http(s) URL; e.g. --upstream https://api.anthropic.com")
     from grader.classroom.board import create_app
     from grader.classroom.safe_text import for_terminal
-    from grader.classroom.seats import JoinRate, Seats, read_roster
+    from grader.classroom.seats import CLASS_JOINS_PER_MINUTE, JoinRate, Seats, read_roster
     from grader.classroom.serving import bind, connection_cap, raise_open_file_limit, serve
     from grader.classroom.store import Store
 
@@ -62,7 +65,8 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
         from grader.classroom.relay import Relay
 
         the_relay = Relay(store, api_key, budget, upstream, connections=relay_connections)
-    seats = Seats(store, names, approve, JoinRate(joins_per_minute),
+    seats = Seats(store, names, approve, JoinRate(joins_per_minute), class_size=class_size,
+                  class_rate=JoinRate(CLASS_JOINS_PER_MINUTE if joins_per_minute else 0, per_hour=0),
                   tell=lambda line: click.echo(f"{time.strftime('%H:%M:%S')}  {for_terminal(line)}"))
     bound = sock.getsockname()[1]
     click.echo(f"Class board:   http://{_on_this_machine(host)}:{bound}/?token={store.instructor_token}   (open it on the projector; keep the token to yourself)")
@@ -70,7 +74,8 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
     click.echo(_students_line(host, bound, store.code, db))
     click.echo("Seats:         " + (f"the {len(names)} names on {roster}" if names else "anyone with the code")
                + (", others once you approve them on the board" if names and approve else " once you approve them on the board" if approve else "")
-               + (f"; {joins_per_minute} joins a minute per address" if joins_per_minute else ""))
+               + (f"; {joins_per_minute} joins a minute per address, {CLASS_JOINS_PER_MINUTE} from the class" if joins_per_minute else "")
+               + (f"; past {seats.class_size} seats, a join waits for your approval (--class-size)" if not approve else ""))
     if relay:
         click.echo(f"Relay:         on, forwarding to {upstream}, {budget:,} tokens per seat")
     click.echo(f"Database:      {db.resolve()}   (Ctrl-C stops; serving again from it keeps the class)")

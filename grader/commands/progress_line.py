@@ -25,7 +25,7 @@ class ProgressLine:
 
     def finished(self, outcome) -> None:
         with self._lock:
-            self.done += 1
+            self.done = min(self.total, self.done + 1)  # a check graded again (too busy) counts once
             self._running.pop(outcome.check.id, None)
 
     def __rich__(self) -> Text:

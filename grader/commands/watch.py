@@ -39,7 +39,7 @@ def snapshot(folder: Path) -> dict[str, float]:
     return {str(path): path.stat().st_mtime for path in folder.rglob("*.py") if "__pycache__" not in path.parts}
 
 
-def watch(workspace: Workspace, interval: float = 0.5, rounds: int | None = None, console=None) -> None:
+def watch(workspace: Workspace, interval: float = 0.2, rounds: int | None = None, console=None) -> None:
     """Re-grade whenever rover/ changes; `rounds` limits how many grades (for tests)."""
     from rich.console import Console
 
@@ -146,7 +146,7 @@ def _stop(finished: threading.Event, patience: float = 5.0) -> None:
 def stop_workers() -> None:
     """End the grader's worker processes (each in a session of its own) now, not when their checks finish."""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "grader.grading.worker"],
+        found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "grader.boundary.worker"],
                                capture_output=True, text=True, timeout=5).stdout
         for pid in found.split():
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -154,7 +154,7 @@ def stop_workers() -> None:
 
 
 @click.command("watch")
-@click.option("--interval", type=click.FloatRange(min=0.1), default=0.5, show_default=True, help="Seconds between looks.")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=0.2, show_default=True, help="Seconds between looks for a save.")
 def watch_command(interval: float) -> None:
     """Re-run the check every time you save a file in rover/."""
     workspace = here()

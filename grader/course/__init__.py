@@ -1,4 +1,4 @@
 """The course itself: the lesson manifest and kit paths, workspaces, rendering, the template repo, git.
 
-Imports nothing else of ours.
+Imports grader.errors only.
 """

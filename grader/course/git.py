@@ -12,7 +12,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from grader.course.workspace import WorkspaceProblem
+from grader.errors import WorkspaceProblem
 
 # Used only for what the student has not set: commits must not fail on a new laptop.
 FALLBACK_IDENTITY = {"user.name": "Workshop student", "user.email": "student@workshop.invalid"}

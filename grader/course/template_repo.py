@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from grader.course import kit
-from grader.course.workspace import WorkspaceProblem
+from grader.errors import WorkspaceProblem
 
 PARTS = ("copier.yml", "rover/template", "lessons", "solutions")  # everything a render reads
 SETTINGS = ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.fileMode=false", "-c", "core.safecrlf=false"]

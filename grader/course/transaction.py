@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from grader.course import git
-from grader.course.workspace import WorkspaceProblem
+from grader.errors import WorkspaceProblem
 
 
 @contextlib.contextmanager

@@ -12,10 +12,6 @@ class NotAWorkspace(ValueError):
     pass
 
 
-class WorkspaceProblem(Exception):
-    """Something about the workspace stops a command: one line saying what, and what to do (exit status 2)."""
-
-
 @dataclass(frozen=True)
 class Workspace:
     path: Path

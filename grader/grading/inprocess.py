@@ -22,17 +22,17 @@ class InProcess:
         return json.loads(json.dumps(harness.answer(op, {"op": op, **fields}, str(self.workspace))))
 
     def running(self, pid: int) -> bool:
-        from grader.grading.processes import running
+        from grader.boundary.processes import running
 
         return running(pid)
 
     def kill(self, pid: int) -> None:
-        from grader.grading.processes import kill_tree
+        from grader.boundary.processes import kill_tree
 
         kill_tree([pid])
 
     def runnable(self, pid: int) -> bool:
-        from grader.grading.processes import process, runnable
+        from grader.boundary.processes import process, runnable
 
         found = process(pid)
         return found is not None and runnable([found])

@@ -3,7 +3,7 @@
 A check sees plain data: a tool call's `Result` (text and is_error), an `AgentRun` (the
 messages, the model calls, the answer or the exception), files on disk under `lab.tmp`.
 This keeps every verdict in the grader's hands: the student's code runs in a worker process
-(grader.grading.worker) that answers each call with data, and the checks judge it here.
+(grader.boundary.worker) that answers each call with data, and the checks judge it here.
 """
 from __future__ import annotations
 
@@ -13,75 +13,24 @@ import re
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grader.boundary.safe_files import Pinned, Refused
 from grader.course import kit
-from grader.grading.safe_files import Pinned
-from grader.grading.scripted import block_text as result_text  # a tool_result's text, string or list of text blocks
+from grader.grading.verdict import (  # noqa: F401  (the checks take the verdict's names from the bench they work at)
+    MESSAGE_LIMIT, AgentRun, CheckFailed, Raised, Result, StudentCrashed, excerpt, expect, result_text, settle, tool_results)
 
 if TYPE_CHECKING:
-    from grader.grading.stopwatch import Lap
-
+    from grader.boundary.stopwatch import Lap
 
 NOT_WRITTEN = re.compile(r"The \w+ tool is not written yet \((.*)\)\.", re.DOTALL)  # rover.tools.execute's words for a stub
-MESSAGE_LIMIT = 700  # characters of a message in any report
-
-
-class CheckFailed(AssertionError):
-    """The student's code ran, and did the wrong thing; the message says expected vs actual."""
-
-
-class StudentCrashed(Exception):
-    """The student's code raised where it should have answered: reported as an `error`, not a `failed`."""
-
-
-def expect(condition: Any, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
-def excerpt(text: Any, limit: int = 300) -> str:
-    """Show the model-visible text in a failure message, cut to a readable size."""
-    text = str(text)
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters in all)"
-
-
-@dataclass(frozen=True)
-class Result:
-    """What one tool call gave the model."""
-
-    text: str
-    is_error: bool
-
-
-@dataclass(frozen=True)
-class Raised:
-    """An exception that left the student's code: its type name, message and where (file line)."""
-
-    type: str
-    message: str
-    where: str = ""
-    from_script: bool = False  # raised by the grader's scripted model: the loop asked past the script
-
-
-@dataclass
-class AgentRun:
-    """One run of the student's Agent on a scripted model, as data."""
-
-    cwd: Path
-    answer: Any = None
-    raised: Raised | None = None
-    messages: list[dict] = field(default_factory=list)  # agent.messages after the run
-    calls: list[dict] = field(default_factory=list)  # each model call: {"system", "messages", "tools"}
-    spy_calls: list[dict] = field(default_factory=list)  # calls the spy `touch` tool received
 
 
 class Lab:
     """One check's bench: the workspace under test, a fresh directory to work in, and the worker that runs the code.
 
-    Every call into the student's code is a request to the worker (grader.grading.proxy), answered
+    Every call into the student's code is a request to the worker (grader.boundary.proxy), answered
     with data that is checked here before a check sees it, on the check's clock. `Lab.in_process`
     (authoring tests, benchmarks) runs the same harness in this very process instead: no sandbox at all.
     """
@@ -91,11 +40,11 @@ class Lab:
             raise TypeError("a Lab needs a worker; Lab.in_process(...) runs the student's code here, without a sandbox")
         self.workspace = workspace
         # lab.tmp and lab.temp_dir are the student's to write too: the grader reads and writes them only through
-        # `files` and `temp_files` (grader.grading.safe_files), walked from fds pinned when they were made.
-        self.files = tmp if isinstance(tmp, Pinned) else Pinned.open(tmp)
+        # `files` and `temp_files` (grader.boundary.safe_files), walked from fds pinned when they were made.
+        self.files = Files(tmp if isinstance(tmp, Pinned) else Pinned.open(tmp))
         self.tmp = self.files.path
         # The student's code's TMPDIR, this check's alone; in process (authoring tests), this process's own.
-        self.temp_files = temp if isinstance(temp, Pinned) else Pinned.open(temp or Path(tempfile.gettempdir()))
+        self.temp_files = Files(temp if isinstance(temp, Pinned) else Pinned.open(temp or Path(tempfile.gettempdir())))
         self.temp_dir = self.temp_files.path
         self._worker = worker
         self._clock = clock
@@ -109,6 +58,10 @@ class Lab:
         return cls(workspace, tmp, InProcess(workspace))
 
     # --- files, made and inspected by the grader itself ---------------------------------------
+
+    def pinned(self, folder: Path) -> Files:
+        """Another folder the check made in the run folder, pinned now and walked as `files` is (the check closes it)."""
+        return Files(Pinned.open(folder))
 
     def file(self, name: str, content: str | bytes) -> Path:
         """A new file under lab.tmp, created (O_EXCL, O_NOFOLLOW) after removing whatever was planted there."""
@@ -140,8 +93,8 @@ class Lab:
         """Is the student's process `pid` still running, and asleep, after `seconds` of the machine's time? A killed
         process is runnable until it gets a CPU to end on, and the time the machine holds it back does not count;
         TooBusy if it is still runnable at the backstop (clocks.BACKSTOP times `seconds`)."""
-        from grader.grading.clocks import BACKSTOP
-        from grader.grading.stopwatch import Stopwatch, TooBusy
+        from grader.boundary.clocks import BACKSTOP
+        from grader.boundary.stopwatch import Stopwatch, TooBusy
 
         watch = Stopwatch(self._clock)
         while self.running(pid):
@@ -178,9 +131,9 @@ class Lab:
         return result
 
     def timed(self, name: str, open_stdin: bool = False, **args: Any) -> tuple[Result, Lap]:
-        """A tool call, and how long it took: a Lap (grader.grading.stopwatch) that also says how much of that time the
+        """A tool call, and how long it took: a Lap (grader.boundary.stopwatch) that also says how much of that time the
         machine held the code back, so that `lap.late(seconds)` blames the code only for its own slowness."""
-        from grader.grading.stopwatch import Stopwatch
+        from grader.boundary.stopwatch import Stopwatch
 
         watch = Stopwatch(self._clock)
         result = self.tool(name, open_stdin, **args)
@@ -198,7 +151,7 @@ class Lab:
         """
         if hasattr(self._worker, "measure"):  # in process: tracemalloc, not the tree
             return self._worker.measure(lambda: self.tool(name, **args))
-        from grader.grading.processes import code_memory
+        from grader.boundary.processes import code_memory
 
         self.tool(name, **args)
         memory = lambda: code_memory(self._worker.tree(below=True), self._worker.pid)  # noqa: E731
@@ -250,7 +203,7 @@ class Lab:
             run.raised = Raised("ScriptError", model.error, "", True)
         elif isinstance(raised, dict) and raised.get("type") != "ScriptError":
             run.raised = Raised(str(raised.get("type")), str(raised.get("message")), str(raised.get("where") or ""))
-        _settle(run, may_raise)
+        settle(run, may_raise)
         return run
 
     def scenario(self, lesson: int) -> AgentRun:
@@ -274,14 +227,35 @@ class Lab:
         if "bad" in answer:
             raise CheckFailed(str(answer["bad"])[:MESSAGE_LIMIT])
         raised = answer["raised"] if isinstance(answer["raised"], dict) else {}
-        _settle(AgentRun(self.tmp, raised=Raised(str(raised.get("type")), str(raised.get("message")), str(raised.get("where") or ""))), False)
+        settle(AgentRun(self.tmp, raised=Raised(str(raised.get("type")), str(raised.get("message")), str(raised.get("where") or ""))), False)
         raise StudentCrashed("the worker reported an exception without saying which")
 
     def _live(self) -> None:
         if self._stopping.is_set():
-            from grader.grading.proxy import Stopped
+            from grader.boundary.proxy import Stopped
 
             raise Stopped()
+
+
+class Files:
+    """A pinned folder as a check uses it: the boundary's refusal (a planted link, a FIFO, a file too large to read)
+    is the check's failure, said in the boundary's words."""
+
+    def __init__(self, pinned: Pinned):
+        self._pinned = pinned
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._pinned, name)
+        if not callable(found):
+            return found
+
+        def refused_fails(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return found(*args, **kwargs)
+            except Refused as refusal:
+                raise CheckFailed(str(refusal)) from None
+
+        return refused_fails
 
 
 class _Sampler:
@@ -311,30 +285,6 @@ class _Sampler:
             self.peak = max(self.peak, self.read())
         except OSError:
             pass
-
-
-def _settle(run: AgentRun, may_raise: bool) -> None:
-    """Turn an unwritten loop or a crash into the check's end, unless the check asked to see it."""
-    raised = run.raised
-    if raised is None or raised.from_script:
-        return
-    if raised.type == "NotImplementedError":
-        raise CheckFailed(f"not written yet: {raised.message}")
-    if raised.type == "SystemExit":
-        raise StudentCrashed(f"the code called sys.exit({raised.message}); return or raise instead of exiting")
-    if not may_raise:
-        raise StudentCrashed(f"{raised.type}{' in ' + raised.where if raised.where else ''}: {raised.message}")
-
-
-def tool_results(messages: list[dict]) -> list[dict]:
-    """Every tool_result block sent back to the model so far, in order."""
-    return [
-        block
-        for message in messages
-        if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), list)
-        for block in message["content"]
-        if isinstance(block, dict) and block.get("type") == "tool_result"
-    ]
 
 
 def _args(args: dict) -> str:

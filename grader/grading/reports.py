@@ -66,7 +66,7 @@ def write_junit(grade: Grade, path: Path, started: datetime | None = None) -> No
 
 def _sandbox_note(grade: Grade) -> str:
     """'Graded without a sandbox ...' when the process fallback graded it (every report says so); else ''."""
-    from grader.grading.boundary import in_process_note
+    from grader.boundary.side import in_process_note
 
     note = in_process_note(grade.sandbox)
     return f"Graded without a sandbox: {note}" if note else ""

@@ -1,24 +1,25 @@
 """Run checks in the grader's process against student code in sandboxed workers, each check on a clock.
 
-First a zygote process (grader.grading.worker) imports the student's `rover`, once, on its own
+First a zygote process (grader.boundary.worker) imports the student's `rover`, once, on its own
 clock: if that fails, the run stops there with one root cause instead of a failure per check.
 Then a few lanes run side by side, each a thread with its own worker (forked by the zygote on Linux,
-so it starts in milliseconds; a fresh interpreter on macOS: grader.grading.starting) that takes checks from a shared queue, so slow checks spread out by
+so it starts in milliseconds; a fresh interpreter on macOS: grader.boundary.starting) that takes checks from a shared queue, so slow checks spread out by
 themselves. The check itself runs here, in the lane's thread; only its calls into the
 student's code go to the worker (grader.grading.lab and proxy).
 The student's side (the zygote and all it forks) runs inside one boundary for the whole run
-(grader.grading.boundary: bubblewrap, Seatbelt, or the process fallback), named in the Suite.
-Each check's clock is CPU seconds of its worker's tree (grader.grading.clocks), with a
+(grader.boundary.side: bubblewrap, Seatbelt, or the process fallback), named in the Suite.
+Each check's clock is CPU seconds of its worker's tree (grader.boundary.clocks), with a
 wall-clock backstop: a check past its CPU budget, or asleep past it, gets its worker killed and
 is a timeout; one the machine was too busy to finish is an error that asks for a re-run; a tree
 over the memory limit is killed and fails; a worker that breaks the protocol or dies makes its
 check an error; either way the lane starts a fresh worker.
 
-Everything the run makes lives in one RunFolder (grader.grading.runfolder), ended and removed
+Everything the run makes lives in one RunFolder (grader.boundary.runfolder), ended and removed
 on the way out, whatever the way out is: the end, an exception, Ctrl-C or SIGTERM.
 """
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
@@ -29,11 +30,12 @@ from pathlib import Path
 from typing import Callable
 
 from grader.course.kit import Check
-from grader.grading.clocks import POLL, CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
-from grader.grading.hidden_memory import LOST
+from grader.boundary import clocks
+from grader.boundary.clocks import POLL, CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
+from grader.boundary.hidden_memory import LOST
 from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
-from grader.grading.proxy import OUT_OF_MEMORY, Stopped, Worker, WorkerLost, Zygote
-from grader.grading.runfolder import RunFolder, remove_tree
+from grader.boundary.proxy import OUT_OF_MEMORY, Stopped, Worker, WorkerLost, Zygote
+from grader.boundary.runfolder import RunFolder, remove_tree
 
 TIME_LIMIT = 10.0  # CPU seconds of a worker's tree for one check (the backstop is clocks.BACKSTOP times that, in wall time)
 SIDE_BROKEN = "the grader's sandbox did not start"  # a root cause that is the machine's, not the student's
@@ -45,6 +47,7 @@ MACHINE_PHRASES = ("too busy", "the disk holding the run folder lost", LOST, OUT
 WRONG_TYPE = re.compile(r"^\w+ returned (a )?\w+[ ,].*expected ToolResult")  # grader.grading.harness.result_data's words
 TYPE_HINT = ("Every tool's run() returns a ToolResult (from rover.tools.result): `return ToolResult(text)`, or "
              "`ToolResult(text, is_error=True)` for a failure; raise ToolError(message) to refuse a call.")
+HARNESS = "grader.grading.harness"  # the module whose answer() serves each request in the workers (the boundary runs it)
 LANES = 8  # checks mostly wait (on sleeps, subprocesses, clocks), and a forked worker costs ~5 ms: lanes are cheap
 
 
@@ -90,26 +93,33 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
               on_outcome: Callable[[Outcome], None] | None = None, boundary=None,
               on_start: Callable[[Check], None] | None = None) -> Suite:
     """Grade in the best boundary this machine has (`boundary.choose()`), unless one is given. `on_start` hears of
-    each check as a lane takes it (in that lane's thread: keep it short and thread-safe)."""
+    each check as a lane takes it (in that lane's thread: keep it short and thread-safe). Checks other programs kept
+    from finishing ("too busy") are graded once more, alone (no more lanes than cores); only if that fails too is the run "busy"."""
     from grader.grading import checks as registry
-    from grader.grading.boundary import choose
+    from grader.boundary.side import choose
 
     run = _Run(Path(workspace).resolve(), checks, time_limit, registry.REGISTRY, boundary or choose())
     run.on_start = on_start
     with _terminate_as_exit():
         try:
-            run.zygote = Zygote(run.folder, run.workspace, run.boundary)  # it imports the student's rover while we load the checks
+            run.zygote = Zygote(run.folder, run.workspace, run.boundary, HARNESS)  # it imports the student's rover while we load the checks
             for lesson in sorted({check.lesson for check in checks}):
                 registry.load(lesson)
             if run.imported():
                 run.start(max(1, min(jobs, len(checks))))
-            return run.collect(on_outcome)
+            suite = run.collect(on_outcome)
         except KeyboardInterrupt:  # the process is on its way out: from here on a second Ctrl-C must not cut it short
             _install(signal.SIGINT, signal.SIG_IGN)
             raise
         finally:
             with _sigint_ignored():
                 run.stop()
+    doubtful = [outcome.check for outcome in suite.outcomes if outcome.busy]
+    if doubtful and boundary is None and jobs > 1:  # other programs held the cores: those checks once more, alone
+        lanes = min(len(doubtful), os.cpu_count() or 1, jobs - 1)  # no more lanes than cores, and fewer than before
+        again = {outcome.check.id: outcome for outcome in run_suite(workspace, doubtful, time_limit, lanes, on_outcome, None, on_start).outcomes}
+        suite.outcomes = [again.get(outcome.check.id, outcome) for outcome in suite.outcomes]
+    return suite
 
 
 @dataclass
@@ -251,7 +261,7 @@ class _Run:
                 worker.stop()
 
     def _worker(self) -> Worker:
-        """A fresh worker from the zygote (forked with the student's rover imported, or spawned: grader.grading.starting)."""
+        """A fresh worker from the zygote (forked with the student's rover imported, or spawned: grader.boundary.starting)."""
         worker = Worker(self.folder, self.zygote, self.stopping)
         self.workers.append(worker)
         try:
@@ -319,6 +329,9 @@ class _Run:
                     f"{', at ' + where if where else ''}: is there an endless loop?")
         if late.kind == "cpu":
             return f"still running after {budget} of CPU{', at ' + where if where else ''}: is there an endless loop?"
+        if late.kind == "crowded":
+            return (f"still running after {clocks.BACKSTOP * clocks.CROWDED * self.time_limit:g} s{', at ' + where if where else ''}, sharing the "
+                    f"cores with your other checks ({late.cpu:.1f} s of CPU of its own): is there an endless loop?")
         return f"still waiting after {budget}{', at ' + where if where else ''}: is there a call that waits forever (a sleep, a read)?"
 
 

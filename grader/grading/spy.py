@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.grading.lab import AgentRun, expect, result_text, tool_results
+from grader.grading.verdict import AgentRun, expect, result_text, tool_results
 
 
 def untouched(run: AgentRun, model: Any, nonce: str) -> None:

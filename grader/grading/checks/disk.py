@@ -12,8 +12,6 @@ import struct
 
 from grader.grading.lab import CheckFailed, excerpt, expect
 
-from grader.grading.backends.linux_proc import handle_path
-
 # Digit-free words, so any number in a tool's answer is one the tool chose to say.
 WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor", "iris", "juniper", "kestrel",
          "lumen", "maple", "nectar", "onyx", "prism", "quartz", "raven", "sierra", "tundra", "umber", "violet",
@@ -94,8 +92,8 @@ class DirectoryEvents:
     def __init__(self, folder):
         self.seen = None
         # lab.files: watched through its pinned fd, so a link planted in its place cannot point the watch elsewhere
-        pinned = getattr(folder, "fd", None)
-        self.folder = handle_path(pinned) if pinned is not None and os.path.isdir(handle_path(pinned)) else getattr(folder, "path", folder)
+        pinned = getattr(folder, "fd_path", None)
+        self.folder = pinned if pinned is not None and os.path.isdir(pinned) else getattr(folder, "path", folder)
 
     def __enter__(self) -> DirectoryEvents:
         try:

@@ -9,8 +9,7 @@ import sys
 from grader.course import kit
 from grader.grading.checks import Lab, check, excerpt, expect, shown, tool_results
 from grader.grading.checks.probe import HERE as PROBE
-from grader.grading.runfolder import remove_tree
-from grader.grading.safe_files import Pinned
+from grader.boundary.runfolder import remove_tree
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -257,7 +256,7 @@ def paths(lab: Lab) -> None:
     escape = lab.tmp.parent / f"escape-{name()}.txt"
     sibling = lab.tmp.with_name(lab.tmp.name + "-other")  # shares the working directory's name as a prefix
     sibling.mkdir()
-    beside = Pinned.open(sibling)  # in the run folder the student's code can write: never written through a link
+    beside = lab.pinned(sibling)  # in the run folder the student's code can write: never written through a link
     try:
         beside.write_text("secret.txt", "root: a sibling's secret\n")
     finally:

@@ -12,6 +12,7 @@ from rover.agent import Agent, TurnLimitReached
 from rover.display import Display, Silent, Transcript
 from rover.model import Model, OffScript, Recorder, ScriptedModel, ScriptError
 from rover.prompt import system_prompt
+from rover.recording import Recording
 from rover.tools import TOOLS
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -24,7 +25,7 @@ class Unusable(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    display = Silent() if args.quiet else Transcript(show_tokens=not args.quiet_tokens)
+    display = Silent() if args.quiet else Transcript(show_tokens=not (args.quiet_tokens or args.transcript))  # recording: a bar instead
     try:
         cwd = _directory(args.cwd)
         for option, path in (("--transcript", args.transcript), ("--record", args.record)):
@@ -35,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.record:
         model = Recorder(model, args.record)
+    model_name = args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL
+    recording = Recording(args.transcript, cwd, model_name, args.task) if args.transcript else None
+    if recording:
+        model, display = recording.watch(model, display, bar=not args.quiet_tokens)
     # A replay expects stash as `workshop start` made it; whether it still is must be asked before the run changes it.
     stale = isinstance(model, ScriptedModel) and cwd == WORKSPACE / "stash" and _stash_changed()
     agent = Agent(model, cwd, system=system_prompt(list(TOOLS)), max_turns=args.max_turns, display=display)
@@ -61,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rover: {reason}", file=sys.stderr)
         return 1
     finally:
-        if args.transcript:
-            Path(args.transcript).write_text(json.dumps(agent.messages, indent=2), encoding="utf-8")
+        if recording:
+            recording.save(agent.messages)
 
 
 def _directory(path: str) -> Path:
@@ -172,10 +177,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cwd", default=str(WORKSPACE / "stash"), help="the repo to work on (default: stash/ in this workspace)")
     parser.add_argument("--model", help=f"a model name, or scripted:FILE.json to replay a script (default: $ROVER_MODEL or {DEFAULT_MODEL})")
     parser.add_argument("--max-turns", type=_turns, default=30, help="stop after this many model calls (default 30)")
-    parser.add_argument("--transcript", metavar="FILE", help="save the whole conversation as JSON, even when interrupted")
+    parser.add_argument("--transcript", metavar="FILE", help="save every request, reply, tool call and diff as JSON, even when interrupted; "
+                        "`workshop transcript FILE` draws it")
     parser.add_argument("--record", metavar="FILE", help="save the model's replies as a script that replays offline")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
-    parser.add_argument("--quiet-tokens", action="store_true", help="no token line after each reply; one summary at the end")
+    parser.add_argument("--quiet-tokens", action="store_true", help="no token line (or context bar) after each reply; one summary at the end")
     return parser
 
 

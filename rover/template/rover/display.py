@@ -14,6 +14,8 @@ from rover.tools.result import ToolResult
 # Dollars per million tokens (Sonnet-class list prices), for a rough running cost.
 PRICES = {"input_tokens": 3.00, "output_tokens": 15.00, "cache_read_input_tokens": 0.30, "cache_creation_input_tokens": 3.75}
 DIFF_LINES = 40  # an edit's diff is shown whole up to this many lines (context included), then cut
+# The context bar's look per kind of block: a shade that reads without colour too, and a colour.
+BAR_LOOK = {"prompt+tools": ("░", "grey50"), "task": ("▒", "yellow"), "model": ("▓", "magenta"), "tool results": ("█", "cyan")}
 
 
 class Display(Protocol):
@@ -81,6 +83,17 @@ class Transcript:
         if self.turns and not self.show_tokens:
             self.console.print(f"[dim]tokens over {self.turns} replies: {self._total()}[/]")
 
+    def context_bar(self, size: int, shares: dict[str, float], billed: int) -> None:
+        """One line under a reply: how big the request was, what it was made of, and what all requests cost so far.
+        Drawn when the run records a transcript (`--transcript`), in place of the token line."""
+        kind = max(shares, key=shares.get)
+        tail = f" {kind} {shares[kind]:.0%} · billed {_k(billed)}"
+        head = f"  context {_k(size)} "
+        width = max(5, min(self.console.width, 80) - len(head) - len(tail) - 3)
+        cells = _cells(shares, width)
+        bar = "".join(f"[{BAR_LOOK[name][1]}]{BAR_LOOK[name][0] * count}[/]" for name, count in cells.items() if count)
+        self.console.print(f"[dim]{head}[/]▕{bar}▏[dim]{_escape(tail)}[/]", no_wrap=True, overflow="ellipsis")
+
     def _tokens(self, usage: dict) -> None:
         self.turns += 1
         for key in self.totals:
@@ -126,6 +139,19 @@ def _headline(name: str, args: dict, result: ToolResult) -> str:
         return f"Search {args.get('pattern', '')!r} in {path}"
     label = {"ls": "List", "read": "Read", "edit": "Edit", "write": "Write"}.get(name, name)
     return f"{label} {path}"
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+
+
+def _cells(shares: dict[str, float], width: int) -> dict[str, int]:
+    """`width` cells shared out by largest remainder, so they always fill the bar exactly."""
+    exact = {name: share * width for name, share in shares.items()}
+    cells = {name: int(value) for name, value in exact.items()}
+    for name in sorted(exact, key=lambda name: exact[name] - cells[name], reverse=True)[:width - sum(cells.values())]:
+        cells[name] += 1
+    return cells
 
 
 def _fit_rule(line: str, width: int) -> str:

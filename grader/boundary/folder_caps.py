@@ -1,7 +1,7 @@
 """The run folder's size, watched from outside, so student code cannot fill the grader's disk.
 
 Each file is bounded by RLIMIT_FSIZE (128 MiB), their sum is not: 200 processes could write 25 GiB. So every check's
-clock (grader.grading.clocks) asks `DiskWatch.over` at each look, every POLL seconds; past either cap the clock
+clock (grader.boundary.clocks) asks `DiskWatch.over` at each look, every POLL seconds; past either cap the clock
 kills its tree and the check fails, like the memory limit. The overshoot is what the code writes between two looks:
 POLL plus the age of the figures (FRESH to STALE), 0.45-1.25 s, times the machine's write speed (no file passes
 128 MiB, so that speed needs many files at once). With 24 writers at load 50-70 it was 4-74 MB past the cap.
@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grading.backends.linux_proc import open_deleted
-from grader.grading.runfolder import _DIRECTORY, _open_unlocked
+from grader.boundary.backends.linux_proc import open_deleted
+from grader.boundary.folder_fds import DIRECTORY, open_unlocked
 
 BYTES = int(os.environ.get("WORKSHOP_RUN_FOLDER_BYTES", 512 << 20))  # what the run folder may hold, all files together
 ENTRIES = 20_000  # files, folders and links in it (a solved lesson 8 peaks at a few hundred)
@@ -160,7 +160,7 @@ def measure(top_fd: int, entries_cap: int = ENTRIES) -> Size:
     """Walk the folder `top_fd` (never following a link) and count what it holds; stop past `entries_cap` entries."""
     size, seen, opens = Size(), set(), [OPENS]
     try:
-        root = os.open(".", _DIRECTORY, dir_fd=top_fd)
+        root = os.open(".", DIRECTORY, dir_fd=top_fd)
     except OSError:
         return size
     stack = [_Frame(root, "", "", _scan(root, "", size, seen, entries_cap))]
@@ -233,9 +233,9 @@ def _scan(fd: int, top: str, size: Size, seen: set, entries_cap: int) -> list[st
 def _open(parent: int, name: str) -> int:
     """The subfolder `name` (never a link); a locked one (chmod 000) is unlocked for its owner first."""
     try:
-        return os.open(name, _DIRECTORY, dir_fd=parent)
+        return os.open(name, DIRECTORY, dir_fd=parent)
     except PermissionError:
-        return _open_unlocked(parent, name)
+        return open_unlocked(parent, name)
 
 
 def _reopen(stack: list[_Frame], opens: list[int]) -> int:

@@ -16,13 +16,12 @@ import sys
 from pathlib import Path
 from typing import Protocol
 
+from grader.boundary.backends.process import environment  # noqa: F401  (part of the interface; it lives with the backend every other builds on)
+from grader.boundary.processes import Usage
+from grader.boundary.runfolder import MARK, RunFolder
 from grader.errors import WorkshopError
-from grader.grading.processes import Usage
-from grader.grading.runfolder import MARK, RunFolder
 
 NAMES = ("bwrap", "seatbelt", "process")
-KNOBS = ("WORKSHOP_WORKER_MEMORY", "WORKSHOP_LINUX_EXTRAS")  # the grader's knobs the worker reads
-TEST_HOOKS = "WORKSHOP_TEST_"  # what the kit's own hostile tests hand their fixtures (tags, paths, ports: no secret)
 FALLBACK_NOTE = "no sandbox on this machine ({why}): your code runs with your own rights; grades are the same"
 
 
@@ -48,14 +47,6 @@ class Boundary(Protocol):
 
     def end(self) -> None:
         """End every process of the side; safe to call twice."""
-
-
-def environment(folder: RunFolder) -> dict[str, str]:
-    """The student's side's whole environment: an allow-list, never the caller's keys, tokens or anything else."""
-    keep = {key: value for key, value in os.environ.items()
-            if key in ("PATH", "LANG", "LANGUAGE", "TZ") or key.startswith(("LC_", TEST_HOOKS)) or key in KNOBS}
-    keep.setdefault("PATH", os.defpath)
-    return {**keep, **folder.env()}
 
 
 def choose() -> Boundary:
@@ -120,13 +111,13 @@ def _forced() -> str:
 
 
 def _why_not(name: str) -> str | None:
-    from grader.grading.backends import bwrap, seatbelt
+    from grader.boundary.backends import bwrap, seatbelt
 
     return {"bwrap": bwrap.why_not, "seatbelt": seatbelt.why_not}.get(name, lambda: None)()
 
 
 def _make(name: str) -> Boundary:
-    from grader.grading.backends import bwrap, process, seatbelt
+    from grader.boundary.backends import bwrap, process, seatbelt
 
     return {"bwrap": bwrap.Bwrap, "seatbelt": seatbelt.Seatbelt, "process": process.Processes}[name]()
 

@@ -12,8 +12,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from grader.grading import clocks, processes
-from grader.grading.clocks import CheckTimeout
+from grader.boundary import clocks, processes
+from grader.boundary.clocks import CheckTimeout
 
 
 class TooBusy(CheckTimeout):

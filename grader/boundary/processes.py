@@ -8,7 +8,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from grader.grading.backends.linux_proc import child_pids, held_memory, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
+from grader.boundary.backends.linux_proc import child_pids, held_memory, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
 
 
 def _psutil():
@@ -159,6 +159,13 @@ def runnable(procs: list) -> bool:
         except psutil.Error:
             pass
     return False
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy since boot (every core, every program)."""
+    times = _psutil().cpu_times()
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    return sum(times) - idle - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
 
 
 def lowered(procs: list) -> bool:

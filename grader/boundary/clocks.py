@@ -5,10 +5,13 @@ Three ways a clock runs out, each a CheckTimeout with its `kind`:
   cpu    the tree spent its whole CPU budget: an endless loop, or a command that computes too long;
   wait   past the budget in wall time, the tree has been asleep for a while (not one tick of CPU, nothing runnable
          at any look; a starved tree on a busy machine still gets ticks): it waits forever;
-  busy   the backstop: the tree kept wanting a CPU and the machine did not give it one (not the student's fault).
+  busy   the backstop: the tree kept wanting a CPU and other programs took it (not the student's fault);
+  crowded  past the backstop, the tree kept wanting a CPU and the run's own processes (the student's other checks) held
+         the cores: the student's load. The clock waits on (up to CROWDED backstops) for the tree's CPU budget, so a
+         looping tool hit by every check at once ends as `cpu`, naming its line; `crowded` only if even that is late.
 The tree is measured every POLL seconds, which also bounds its memory (MemoryExceeded, over all its processes),
-the run folder's size (DiskExceeded, grader.grading.folder_caps) and what the machine holds for no process
-(HiddenDisk, HiddenMemory: grader.grading.hidden_memory).
+the run folder's size (DiskExceeded, grader.boundary.folder_caps) and what the machine holds for no process
+(HiddenDisk, HiddenMemory: grader.boundary.hidden_memory).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import os
 import time
 from typing import Callable
 
-from grader.grading import processes
+from grader.boundary import processes
 
 BACKSTOP = float(os.environ.get("WORKSHOP_BACKSTOP", 4.0))  # the wall-clock backstop, in budgets (raise it on a slow CI runner)
 POLL = 0.25  # seconds between two looks at the tree
@@ -24,6 +27,7 @@ IDLE = 5.0  # seconds without one tick of CPU and without a runnable process tha
 TREE_MEMORY = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # bytes for all of a worker's processes together
 RUN_MEMORY = 2 * TREE_MEMORY  # bytes all the trees of a run may hold together (8 lanes at once: not 8 times a tree's)
 TREE_PROCESSES = 200  # processes a worker's tree may hold at once (RLIMIT_NPROC does not bind root, nor count a tree)
+CROWDED = 3.0  # past the backstop, a tree crowded by the run's own processes waits this many backstops for its CPU budget
 WANTED = 0.5  # at the backstop, a tree whose CPU time plus run-queue wait is under this share of the wall time was asleep
 
 
@@ -60,16 +64,19 @@ class HiddenDisk(DiskExceeded):
 
 
 class HiddenMemory(HiddenDisk):
-    """The machine's kernel-held memory grew far past what is allowed (grader.grading.hidden_memory): the same end."""
+    """The machine's kernel-held memory grew far past what is allowed (grader.boundary.hidden_memory): the same end."""
 
 
 class Clock:
-    disk = None  # the run folder's watch (grader.grading.folder_caps), once `watching` is called
-    memory = None  # the machine's witness (grader.grading.hidden_memory), once `watching` is called
+    disk = None  # the run folder's watch (grader.boundary.folder_caps), once `watching` is called
+    memory = None  # the machine's witness (grader.boundary.hidden_memory), once `watching` is called
     mine: frozenset = frozenset()
 
-    def __init__(self, budget: float, tree: Callable[[], list] | None = None, limit: int = TREE_MEMORY, own: tuple[int, ...] = ()):
+    def __init__(self, budget: float, tree: Callable[[], list] | None = None, limit: int = TREE_MEMORY, own: tuple[int, ...] = (),
+                 side: Callable[[], float] | None = None):
         self.budget, self.tree, self.limit = budget, tree, limit
+        self.side = side  # CPU seconds of the student's whole side (every check's tree): whose load the machine carried
+        self._machine: tuple[float, float] | None = None  # from begin(): the machine's busy CPU and the side's, at zero
         self.own = set(own)  # the grader's keeper and the worker proper: what is not a command the code started
         self.started = time.monotonic()
         self._base: float | None = None
@@ -96,6 +103,8 @@ class Clock:
             self._seen, self._run_waited = {}, 0.0
             self._count_waits(procs, baseline=True)
         self._looked, self._on_grader = self.started, 0.0
+        if self.side:
+            self._machine = (processes.machine_busy(), self.side())
         return self
 
     def waiting(self) -> Clock:
@@ -149,7 +158,10 @@ class Clock:
         if wall > self.budget and now - self._active >= min(IDLE, self.budget):
             raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
         if wall > self.budget * BACKSTOP:
-            raise CheckTimeout(self._starved_or_asleep(procs, cpu, wall), cpu, _waiting_on(procs, self.own))
+            kind = self._starved_or_asleep(procs, cpu, wall)
+            if kind == "crowded" and wall < self.budget * BACKSTOP * CROWDED:
+                return  # its own siblings hold the cores: it still gets its share, and its CPU budget will end it
+            raise CheckTimeout(kind, cpu, _waiting_on(procs, self.own))
 
     def watching(self, disk, mine=(), memory=None) -> Clock:
         """Also bound the run folder's size at each look; `mine`: the top-level folders this clock's check answers for;
@@ -203,9 +215,18 @@ class Clock:
         Where the system does not tell the run-queue wait (not Linux), it is `busy`, as before."""
         if processes.lowered(procs):  # its run-queue waits are its own doing: no busy machine to blame
             return "lowered"
-        if self._run_waited is None:
-            return "busy"
-        return "busy" if cpu + self._run_waited + self._on_grader >= WANTED * wall else "wait"
+        if self._run_waited is not None and cpu + self._run_waited + self._on_grader < WANTED * wall:
+            return "wait"
+        return "crowded" if self._crowded_by_the_run(wall) else "busy"
+
+    def _crowded_by_the_run(self, wall: float) -> bool:
+        """Did the run's own processes (the student's code in every lane) take more of the cores than all other programs
+        together? The machine's busy CPU since begin(), less the side's, is what the rest of the machine took."""
+        if self._machine is None or self.side is None:
+            return False
+        side = self.side() - self._machine[1]
+        others = (processes.machine_busy() - self._machine[0]) - side
+        return side >= others
 
 
 def _busiest(procs: list, own: set[int]) -> str:

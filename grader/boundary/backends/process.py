@@ -11,9 +11,20 @@ import subprocess
 import time
 from pathlib import Path
 
-from grader.grading import processes
-from grader.grading.linux import PR_SET_CHILD_SUBREAPER, prctl
-from grader.grading.runfolder import MARK, RunFolder
+from grader.boundary import processes
+from grader.boundary.linux import PR_SET_CHILD_SUBREAPER, prctl
+from grader.boundary.runfolder import MARK, RunFolder
+
+KNOBS = ("WORKSHOP_WORKER_MEMORY", "WORKSHOP_LINUX_EXTRAS")  # the grader's knobs the worker reads
+TEST_HOOKS = "WORKSHOP_TEST_"  # what the kit's own hostile tests hand their fixtures (tags, paths, ports: no secret)
+
+
+def environment(folder: RunFolder) -> dict[str, str]:
+    """The student's side's whole environment: an allow-list, never the caller's keys, tokens or anything else."""
+    keep = {key: value for key, value in os.environ.items()
+            if key in ("PATH", "LANG", "LANGUAGE", "TZ") or key.startswith(("LC_", TEST_HOOKS)) or key in KNOBS}
+    keep.setdefault("PATH", os.defpath)
+    return {**keep, **folder.env()}
 
 
 class Processes:
@@ -27,8 +38,6 @@ class Processes:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
 
     def start(self, command: list[str], folder: RunFolder, workspace: Path, pass_fds: tuple[int, ...], cwd: Path) -> subprocess.Popen:
-        from grader.grading.boundary import environment
-
         self.token = folder.token
         self.popen = subprocess.Popen(self.wrap(command, folder, workspace, cwd), cwd=cwd, env=environment(folder),
                                       # stderr: the side's own complaints (bwrap's, Python's) before the zygote points

@@ -4,7 +4,8 @@ The student's side may plant a symlink anywhere in its run folder (a thread left
 grader): a read through it would hand the grader's view of /proc/self/environ or a classmate's file to a check's
 message, a write through it would change a file outside the run folder. So every path here is walked from a
 directory fd pinned when the grader made the folder, one component at a time (`O_NOFOLLOW | O_DIRECTORY`), the last
-one opened with `O_NOFOLLOW` too, and anything that is not a plain file or folder is refused with a clear message.
+one opened with `O_NOFOLLOW` too, and anything that is not a plain file or folder is refused (`Refused`, with a clear
+message).
 """
 from __future__ import annotations
 
@@ -13,17 +14,21 @@ import os
 import stat
 from pathlib import Path, PurePath
 
-from grader.grading.backends.linux_proc import handle_path
+from grader.boundary.backends.linux_proc import handle_path
+from grader.boundary.folder_fds import DIRECTORY
+from grader.boundary.backends.identity import hand_over, hand_over_entry
 
-DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 NO_LINK = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not block us
 LINK = "{name} is a symlink: the tool must write a file, not a link"
 
 
-def refuse(message: str):
-    from grader.grading.lab import CheckFailed  # lab imports this module: its exception, looked up when needed
+class Refused(Exception):
+    """The grader will not read or write this path (a link, a FIFO, a device, a folder where a file should be, too
+    large): the boundary's own error, which the grading layer turns into the check's failure."""
 
-    raise CheckFailed(message)
+
+def refuse(message: str):
+    raise Refused(message)
 
 
 class Pinned:
@@ -36,11 +41,18 @@ class Pinned:
     def make(cls, parent: int, name: str, path: Path) -> Pinned:
         """mkdir `name` in the folder `parent` (an fd) and pin it; a link planted in its place is refused."""
         os.mkdir(name, 0o755, dir_fd=parent)
-        return cls(path, os.open(name, DIRECTORY, dir_fd=parent))
+        pinned = cls(path, os.open(name, DIRECTORY, dir_fd=parent))
+        hand_over(pinned.fd)  # what the grader makes for the side is the side's (grader.boundary.backends.identity)
+        return pinned
 
     @classmethod
     def open(cls, path: Path) -> Pinned:
         return cls(path, os.open(path, DIRECTORY))
+
+    @property
+    def fd_path(self) -> str:
+        """The folder as its pinned fd names it (Linux: /proc/self/fd/N), for a watcher that takes a path."""
+        return handle_path(self.fd)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -73,6 +85,7 @@ class Pinned:
                 if make:
                     try:
                         os.mkdir(part, 0o755, dir_fd=fd)
+                        hand_over_entry(part, fd)
                     except FileExistsError:
                         pass
                 current, fd = fd, -1
@@ -174,6 +187,7 @@ class Pinned:
             os.close(fd)
         try:
             os.set_blocking(out, True)
+            hand_over(out)
             view = memoryview(data)
             while view:
                 view = view[os.write(out, view):]
@@ -189,6 +203,7 @@ class Pinned:
         fd, name = self.parent(path, make=True)
         try:
             os.mkdir(name, 0o755, dir_fd=fd)
+            hand_over_entry(name, fd)
         except FileExistsError:
             if not (exist_ok and self.is_dir(path)):
                 raise
@@ -201,6 +216,7 @@ class Pinned:
         fd, name = self.parent(path)
         try:
             os.symlink(target, name, dir_fd=fd)
+            hand_over_entry(name, fd)
         finally:
             os.close(fd)
 

@@ -5,7 +5,7 @@ A worker takes requests and gives answers, each matched by an id the worker cann
 An answer is one JSON line, at most MAX_ANSWER bytes, an object with the request's id and one
 of `ok`, `raised` or `bad`. Anything else (garbage, a flood, an answer to a request never
 sent, a worker that dies or keeps a forked copy of itself) fails that request with a clear
-message, as a WorkerLost; a request past the check's clock is a CheckTimeout (grader.grading.clocks). Both are
+message, as a WorkerLost; a request past the check's clock is a CheckTimeout (grader.boundary.clocks). Both are
 BaseExceptions, so no `except Exception` in a check can swallow them.
 
 While a `run_agent` request is open, the worker may send interim lines `{"id", "model": request}`: the student's
@@ -13,7 +13,7 @@ loop asking the model. The grader's own scripted model answers each (`{"id", "re
 records it, so what the loop sent is what the grader received, never what the worker says it sent.
 
 Process ids the student's side gives are its own (a PID namespace numbers them afresh): the boundary turns them
-into the grader's view (`host_pid`) before anything is done with them. The worker's end is grader.grading.worker.
+into the grader's view (`host_pid`) before anything is done with them. The worker's end is grader.boundary.worker.
 """
 from __future__ import annotations
 
@@ -29,17 +29,19 @@ import threading
 import time
 from pathlib import Path
 
-from grader.grading import starting
-from grader.grading.backends.linux_proc import oom_kills, open_deleted
-from grader.grading.clocks import CheckTimeout, Clock, MemoryExceeded
-from grader.grading.crash import crash_site, dump_stack as _dump_stack
-from grader.grading.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
-from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
+from grader.boundary import starting
+from grader.boundary.backends.linux_proc import oom_kills, open_deleted
+from grader.boundary.clocks import CheckTimeout, Clock, MemoryExceeded
+from grader.boundary.crash import crash_site, dump_stack as _dump_stack
+from grader.boundary.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
+from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
+from grader.boundary.worker import UP
 
 
 GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute()]  # what the side imports the grader from
 
 OUT_OF_MEMORY = "the machine ran out of memory and its kernel ended the largest process"  # graded again in class grade
+COMPLAINT = 1 << 16  # bytes of the side's start-up complaints the grader reads (it quotes the last line)
 ZYGOTE_GROWTH = 64 << 20  # bytes of anonymous memory the zygote may gain after the import (its own loop needs little)
 
 
@@ -53,16 +55,17 @@ class Stopped(BaseException):
 
 class Zygote:
     """The process that imports the student's rover once, then starts a fresh worker (under its keeper) on request:
-    forked from it, or spawned as a new interpreter (grader.grading.starting)."""
+    forked from it, or spawned as a new interpreter (grader.boundary.starting)."""
 
-    def __init__(self, run: RunFolder, workspace: Path, boundary):
+    def __init__(self, run: RunFolder, workspace: Path, boundary, harness: str):
+        """`harness`: the module (a dotted name) whose `answer` serves each request in the workers."""
         self.scratch = run.folder("scratch")
         self.run, self.workspace = run, workspace
         self.boundary = boundary
         self.mode = starting.mode()  # fork or spawn: how the zygote starts each keeper and worker
         ours, theirs = socket.socketpair()
         try:
-            self.process = boundary.start(starting.command(GRADER_PATH, "zygote", str(workspace), str(theirs.fileno()), self.mode),
+            self.process = boundary.start(starting.command(GRADER_PATH, "zygote", harness, str(workspace), str(theirs.fileno()), self.mode),
                                           run, workspace, (theirs.fileno(),), self.scratch)
         finally:
             theirs.close()
@@ -71,6 +74,7 @@ class Zygote:
         self.broken = ""  # once it has failed to fork a worker, it is not asked again
         self._buffer = b""
         self.keepers: set[int] = set()  # the zygote's children the grader asked for
+        self.up = False  # the zygote said it is set up: the student's code may run from now on, and its stderr is theirs
         self._anon: int | None = None  # its anonymous memory once the import was over
 
     def background(self, strays: bool = False) -> str:
@@ -110,7 +114,11 @@ class Zygote:
         """How the import went: {"ok": ...}, or {"raised": ...}; WorkerLost if it died, CheckTimeout if it hangs.
         The clock is the CPU of the student's side (a busy machine slows an import down without making it the code's fault)."""
         clock = Clock(limit, self.boundary.processes).begin().watching(self.run.disk, memory=self.run.memory)  # its files too: no folder of its own
-        answer = _decode_line(self._line(clock, stopping))
+        line = self._line(clock, stopping)
+        if line + b"\n" == UP:
+            self._hear_no_more()
+            line = self._line(clock, stopping)
+        answer = _decode_line(line)
         if not isinstance(answer, dict) or len(answer.keys() & {"ok", "raised", "bad"}) != 1:
             raise WorkerLost(f"the import answered with something that is not an answer: {str(answer)[:80]}")
         clock.last_look()
@@ -132,31 +140,42 @@ class Zygote:
                 self.broken = "the process that starts workers is gone or stuck: did the code kill it, or leave a thread behind at import?"
                 raise WorkerLost(self.broken) from None
 
+    def crash_log(self) -> str:
+        """The zygote's faulthandler dump, read through the run folder's one reader."""
+        return self.run.read(self.scratch / CRASH_LOG)
+
     def stuck_at(self) -> str:
         main = self.boundary.host_pid(self.boundary.first_pid)
-        return _dump_stack([main] if main else [], self.scratch / CRASH_LOG, self.workspace)
+        return _dump_stack([main] if main else [], self.crash_log, self.workspace)
 
     def death(self) -> str:
         try:
             code = self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             code = None
-        where = crash_site(self.scratch / CRASH_LOG, self.workspace)
+        where = crash_site(self.crash_log(), self.workspace)
         return f"{exit_story(code)}{', in ' + where if where else ''}"
 
     def complaint(self) -> str:
-        """The last line the side wrote to its stderr before dying ("bwrap: Can't ..."), or "" if none or still running.
-        Only the side's own setup writes there: the student's code runs after stdio is pointed at /dev/null."""
-        if self.process.poll() is None or self.process.stderr is None:
+        """The last line the side wrote to its stderr before dying ("bwrap: Can't ..."), or "" if none, still running,
+        or said after the zygote was up: from then on the student's code may have written there (bwrap's init holds
+        the same stderr), and the grader has stopped listening."""
+        if self.up or self.process.poll() is None or self.process.stderr is None or self.process.stderr.closed:
             return ""
         said = b""
-        while select.select([self.process.stderr], [], [], 0)[0]:
-            chunk = os.read(self.process.stderr.fileno(), 1 << 16)
-            if not chunk or len(said) > MAX_ANSWER:
+        while len(said) < COMPLAINT and select.select([self.process.stderr], [], [], 0)[0]:
+            chunk = os.read(self.process.stderr.fileno(), COMPLAINT - len(said))
+            if not chunk:
                 break
             said += chunk
         lines = said.decode(errors="replace").strip().splitlines()
         return lines[-1][:300] if lines else ""
+
+    def _hear_no_more(self) -> None:
+        """The zygote is up: close the grader's end of the side's stderr before the student's code can write to it."""
+        self.up = True
+        if self.process.stderr:
+            self.process.stderr.close()
 
     def stop(self) -> None:
         if self.process.stderr:
@@ -245,7 +264,10 @@ class Worker:
 
     def clock(self, budget: float) -> Clock:
         """A clock on this worker's whole tree (the worker, whatever it started, daemons its keeper took in)."""
-        return Clock(budget, self.tree, own=(self.keeper, self.pid)).begin()
+        return Clock(budget, self.tree, own=(self.keeper, self.pid), side=self._side_cpu).begin()
+
+    def _side_cpu(self) -> float:
+        return self.zygote.boundary.usage().cpu
 
     def tree(self, below: bool = False) -> list:
         """The keeper and every process below it (daemons it took in included); `below`: without the keeper."""
@@ -292,9 +314,13 @@ class Worker:
         found = process(host) if host is not None else None
         return found is not None and runnable([found])
 
+    def crash_log(self) -> str:
+        """The worker's faulthandler dump, read through the run folder's one reader."""
+        return self.zygote.run.read(self.scratch / CRASH_LOG)
+
     def stuck_at(self) -> str:
         """Where the worker's Python is right now (`file line N` in the workspace), from a faulthandler dump."""
-        return _dump_stack([self.pid] if self.pid else children(self.keeper), self.scratch / CRASH_LOG, self.workspace)
+        return _dump_stack([self.pid] if self.pid else children(self.keeper), self.crash_log, self.workspace)
 
     def stop(self) -> None:
         """End the worker and everything below it (the keeper does the sweep; this makes sure)."""
@@ -378,7 +404,7 @@ class Worker:
                        "a fork that never exited, or a process started and never waited for")
 
     def _death(self) -> str:
-        where = crash_site(self.scratch / CRASH_LOG, self.workspace)
+        where = crash_site(self.crash_log(), self.workspace)
         if self.exit is None and not running(self.keeper):
             return "the worker process was killed with its parent (the grader's keeper) during this call: did the code kill its parent?"
         killed = self.exit in (-signal.SIGKILL, 128 + signal.SIGKILL)

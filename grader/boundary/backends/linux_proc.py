@@ -136,7 +136,7 @@ def _autogroup_nice(pid: int) -> int | None:
 
 def meminfo() -> dict[str, int] | None:
     """Linux's /proc/meminfo in bytes, the per-CPU lists' free pages counted as free and available; None elsewhere (or
-    where a figure grader.grading.hidden_memory needs is missing)."""
+    where a figure grader.boundary.hidden_memory needs is missing)."""
     try:
         with open("/proc/meminfo", "rb") as source:
             text = source.read().decode("ascii", "replace")

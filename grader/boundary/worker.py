@@ -1,26 +1,29 @@
-"""The processes that host the student's code, started by grader.grading.proxy as `main(["zygote", WORKSPACE, CONTROL, MODE])`.
+"""The processes that host the student's code, started by grader.boundary.proxy as `main(["zygote", HARNESS, WORKSPACE, CONTROL, MODE])`.
 
 The zygote takes the limits (address space, file size), imports the student's `rover` once,
 says how that went on CONTROL (a unix socket): that import is the one that judges it (an error,
 a hang, a crash). It then starts one keeper per worker the grader asks for (the request carries
 the worker's three pipes). A keeper is the subreaper of its own tree: it starts the worker proper,
-which answers the grader's requests, one JSON line each way (grader.grading.harness says what
-each does), and waits. When the worker dies, or the grader stops it (b"q" on LIFE) or goes (LIFE
+which answers the grader's requests, one JSON line each way, and waits. HARNESS names the module
+that answers them (`answer(op, request, workspace)`, and the `MODEL` and `SPY` hooks): the grading
+layer's harness, named by the grader, so that this plumbing knows nothing of lessons or checks. When the worker dies, or the grader stops it (b"q" on LIFE) or goes (LIFE
 closes), the keeper kills every process below it, daemons included, and writes the worker's exit
 status as a last line. The student's code never sees the grader as its parent. When CONTROL
 closes, the zygote ends them all, and if the grader died without saying goodbye, removes the run
-folder too.
+folder too. Its first line on CONTROL is UP, sent before the student's code is imported: until then, and only
+then, what the side writes on its stderr is the machine's (bwrap's, Python's) and the grader may quote it.
 
-MODE (grader.grading.starting) is how keepers and workers start. `fork`: the zygote forks the
+MODE (grader.boundary.starting) is how keepers and workers start. `fork`: the zygote forks the
 keeper and the keeper the worker, which has the rover imported already. `spawn` (macOS, where a
 fork after imports is unsafe): each is a fresh interpreter started with posix_spawn inside the same
-boundary, `main(["keeper", WORKSPACE, SCRATCH, ORDERS, ANSWERS, LIFE])` and `main(["worker",
-WORKSPACE, KEEPER, ORDERS, ANSWERS])`; the worker imports the rover itself, on its first request.
+boundary, `main(["keeper", HARNESS, WORKSPACE, SCRATCH, ORDERS, ANSWERS, LIFE])` and `main(["worker",
+HARNESS, WORKSPACE, KEEPER, ORDERS, ANSWERS])`; the worker imports the rover itself, on its first request.
 Both serve the same protocol, write the same crash log and sweep their trees the same way.
 """
 from __future__ import annotations
 
 import faulthandler
+import importlib
 import json
 import os
 import resource
@@ -30,18 +33,22 @@ import socket
 import sys
 import tempfile
 
-from grader.grading.linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, extras, prctl
-from grader.grading.processes import children, kill_tree
-from grader.grading.runfolder import CRASH_LOG, MAX_ANSWER, PREFIX
-from grader.grading.starting import spawn
+from grader.boundary.linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, extras, prctl
+from grader.boundary.processes import children, kill_tree
+from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, PREFIX
+from grader.boundary.starting import spawn
 
 ADDRESS_SPACE = int(os.environ.get("WORKSHOP_WORKER_MEMORY", 1 << 30))  # 1 GiB by default
 FILE_SIZE = 128 << 20  # no single file a tool writes may pass 128 MiB
 GRADER_PATH: list[str] = []  # sys.path as the grader handed it over (no workspace in it): what a spawned process gets
+UP = b"up\n"  # the zygote's first line to the grader: set up, and about to import the student's code
+HARNESS: list[str] = []  # the module that answers requests, as the grader named it: what a spawned process is told
 
 
 def main(argv: list[str]) -> None:
     GRADER_PATH[:] = sys.path
+    HARNESS[:] = [argv[1]]
+    argv = [argv[0], *argv[2:]]
     role, workspace = argv[0], argv[1]
     if role == "keeper":  # spawn mode: a fresh interpreter, with the zygote's limits, environment and stdio
         orders, answers, life = _own(argv[3:6])
@@ -51,7 +58,7 @@ def main(argv: list[str]) -> None:
     if role == "worker":
         orders, answers = _own(argv[3:5])
         _orphaned_unless(int(argv[2]))
-        from grader.grading import harness  # noqa: F401  (before the workspace is on sys.path: it cannot shadow it)
+        _harness()  # before the workspace is on sys.path: it cannot shadow it
 
         _settle(workspace)
         serve(workspace, orders, answers)
@@ -76,8 +83,11 @@ def main(argv: list[str]) -> None:
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # stash's suite needs no plugins; loading them costs ~1 s a run
     os.environ["ROVER_ANSWERS"] = "y"  # from lesson 6 the gate asks before unlisted commands: the grader says yes (gate checks script their own)
-    from grader.grading import harness  # here, not at the top: a spawned keeper never needs it
-
+    harness = _harness()  # here, not at the top: a spawned keeper never needs it
+    try:  # the last word before any of the student's code runs: from here on the side's stderr is no evidence
+        control.sendall(UP)
+    except OSError:
+        pass
     _settle(workspace)
     answer = _line(harness.answer("import", {}, workspace))
     try:
@@ -112,7 +122,7 @@ def zygote(workspace: str, control: socket.socket, mode: str) -> None:
                     farewell = message == b"bye"
                     break
                 if mode == "spawn":
-                    keeper = spawn(GRADER_PATH, ["keeper", workspace, message.decode()], tuple(fds))
+                    keeper = spawn(GRADER_PATH, ["keeper", *HARNESS, workspace, message.decode()], tuple(fds))
                 else:
                     keeper = os.fork()
                     if keeper == 0:
@@ -130,7 +140,7 @@ def zygote(workspace: str, control: socket.socket, mode: str) -> None:
     _reap(until_none=True)
     run = os.path.dirname(os.getcwd())
     if not farewell and os.path.basename(run).startswith(PREFIX):  # the grader died: nobody else will tidy up
-        from grader.grading.runfolder import remove_tree
+        from grader.boundary.runfolder import remove_tree
 
         remove_tree(run)
     os._exit(0)
@@ -142,7 +152,7 @@ def keep(workspace: str, orders: int, answers: int, life: int, mode: str) -> Non
     wake = _wakeup()
     me = os.getpid()
     if mode == "spawn":
-        worker = spawn(GRADER_PATH, ["worker", workspace, str(me)], (orders, answers))
+        worker = spawn(GRADER_PATH, ["worker", *HARNESS, workspace, str(me)], (orders, answers))
     else:
         worker = os.fork()
         if worker == 0:
@@ -186,7 +196,7 @@ def _own(numbers: list[str]) -> list[int]:
 
 
 def serve(workspace: str, orders_fd: int, answers_fd: int) -> None:
-    from grader.grading import harness  # imported already, before the workspace was put on sys.path
+    harness = _harness()  # imported already, before the workspace was put on sys.path
 
     me = os.getpid()
     _crash_log()
@@ -229,6 +239,11 @@ def serve(workspace: str, orders_fd: int, answers_fd: int) -> None:
         answers.write(data)
         answers.flush()
     os._exit(0)
+
+
+def _harness():
+    """The module that answers requests (imported once; later calls find it in sys.modules)."""
+    return importlib.import_module(HARNESS[0])
 
 
 def _line(data: dict) -> bytes:

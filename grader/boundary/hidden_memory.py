@@ -1,6 +1,6 @@
 """Memory the kernel holds for the student's code where no process shows it: the machine's own figures as a last witness.
 
-A process's count (PSS: grader.grading.processes) sees what the process maps. Socket buffers (a socketpair holds
+A process's count (PSS: grader.boundary.processes) sees what the process maps. Socket buffers (a socketpair holds
 megabytes its reader never reads) and pipe buffers belong to no process: 128 socketpairs hold 1 GiB that no tree's
 count includes. /proc/meminfo does see it, machine-wide: memory in use that is neither a process's anonymous pages
 nor the page cache grows by what they hold (measured: 1,051 MiB for 1 GiB of socket buffers, 448 MiB for 448 MiB of
@@ -10,7 +10,7 @@ segments and mounts of one's own are refused); and counted here too, a tree's sh
 beside it.
 
 Whose it is, the figures cannot say (another program, a classmate's run grading beside this one), so, like the disk's
-witness (grader.grading.folder_caps), a run past it stops as an error, never a failure. It stops when the run has
+witness (grader.boundary.folder_caps), a run past it stops as an error, never a failure. It stops when the run has
 seen HIDDEN more of it and the machine is running low, or when it has seen CEILING more whatever is left: the harm is
 a machine out of memory, and a desktop's own use must not stop a run on a machine with room to spare.
 """
@@ -20,7 +20,7 @@ import os
 import threading
 import time
 
-from grader.grading.backends.linux_proc import meminfo
+from grader.boundary.backends.linux_proc import meminfo
 
 HIDDEN = int(os.environ.get("WORKSHOP_HIDDEN_MEMORY", 1 << 30))  # bytes of kernel-held memory a run may add, on a machine running low
 CEILING = 4 * HIDDEN  # ... and on any machine

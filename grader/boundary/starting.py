@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from grader.grading.linux import extras
+from grader.boundary.linux import extras
 
 MODES = ("fork", "spawn")
 
@@ -34,11 +34,11 @@ def mode() -> str:
 
 
 def command(path: list[str], *args: str) -> list[str]:
-    """`python -I -S` running grader.grading.worker.main(args) with exactly this sys.path (the grader's own).
+    """`python -I -S` running grader.boundary.worker.main(args) with exactly this sys.path (the grader's own).
 
     -I -S: no site (its .pth hooks cost ~40 ms a start), no PYTHON* variables; the path is handed over in the command
     itself, so the process imports exactly this grader and nothing a workspace could shadow."""
-    boot = f"import sys; sys.path[:] = {path!r}; from grader.grading.worker import main; main(sys.argv[1:])"
+    boot = f"import sys; sys.path[:] = {path!r}; from grader.boundary.worker import main; main(sys.argv[1:])"
     return [sys.executable, "-I", "-S", "-c", boot, *args]
 
 
