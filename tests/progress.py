@@ -20,6 +20,13 @@ class FileProgress:
         self.done = 0
         self.total = 0
 
+    def pytest_sessionstart(self, session) -> None:
+        """xdist says "bringing up nodes..." at each step when not on a terminal (where it would rewrite the line): once."""
+        dist = self.config.pluginmanager.get_plugin("terminaldistreporter")
+        if dist is not None and callable(getattr(dist, "ensure_show_status", None)):
+            show, shown = dist.ensure_show_status, []
+            dist.ensure_show_status = lambda: shown or shown.append(show())
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items) -> None:
         self._count(item.nodeid for item in items)
@@ -54,6 +61,8 @@ class FileProgress:
     def pytest_report_teststatus(self, report, config):
         if config.getoption("verbose") <= 0 and report.when == "call" and report.outcome == "passed":
             return "passed", "", "PASSED"  # no dot: the file's line says it
+        if config.getoption("verbose") <= 0 and report.skipped:
+            return "skipped", "", "SKIPPED"  # no stray "s" before the next file's line: that line counts it
         return None
 
 

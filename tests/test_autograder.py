@@ -153,6 +153,29 @@ def test_the_zip_holds_the_scripts_at_its_root_and_the_kit_as_a_wheel(installed)
     assert "useradd" in setup
 
 
+@ROOT_ONLY
+def test_setup_gives_the_student_user_a_python_it_can_run_or_refuses_saying_why(installed, tmp_path):
+    root, _, _, user = installed
+    venv_python = root / "workshop-venv" / "bin" / "python"
+    ran = subprocess.run(["runuser", "-u", user, "--", str(venv_python), "-I", "-c", "import grader.cli"], capture_output=True, text=True)
+    assert ran.returncode == 0, f"the student user cannot run the autograder's Python: {ran.stderr}"
+    private = Path(tempfile.mkdtemp(prefix="workshop-private-", dir="/tmp"))  # a home of mode 700, as pyenv's in /root
+    try:
+        (private / "python3").symlink_to(Path(sys.executable).resolve())
+        elsewhere = Path(tempfile.mkdtemp(prefix="workshop-autograder-", dir="/tmp"))
+        shutil.copytree(root / "source", elsewhere / "source")
+        env = {**os.environ, "WORKSHOP_AUTOGRADER_ROOT": str(elsewhere), "WORKSHOP_AUTOGRADER_USER": user, "PIP_NO_INDEX": "1",
+               "WORKSHOP_AUTOGRADER_PYTHON": str(private / "python3"), "WORKSHOP_AUTOGRADER_SYSTEM_PYTHON": str(private / "python3")}
+        done = subprocess.run(["bash", str(elsewhere / "source" / "setup.sh")], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, done.stderr
+        assert f"the user {user} cannot run {private / 'python3'}" in done.stderr and "a folder above it is private" in done.stderr
+        assert "setup.sh: refused:" in done.stderr and "WORKSHOP_AUTOGRADER_PYTHON" in done.stderr
+        assert not (elsewhere / "workshop-venv").exists(), "refused before anything was installed"
+    finally:
+        remove_tree(private)
+        remove_tree(elsewhere)
+
+
 def test_a_passing_submission_earns_the_lessons_points(autograder, rendered):
     def submit(folder: Path) -> None:  # the whole workspace, zipped inside a folder of its own
         shutil.copytree(rendered(LESSON, True), folder / "my-workspace", ignore=shutil.ignore_patterns("stash"))

@@ -19,6 +19,7 @@ from grader.classroom.board import create_app
 from grader.classroom.payloads import Report
 from grader.classroom.serving import in_thread
 from grader.classroom.store import Store
+from grader.course import kit
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: `apt-get install -y chromium` (Debian) to run the browser test")
@@ -116,6 +117,10 @@ function measure() {
     tenthRowBottom: rows[9].getBoundingClientRect().bottom,
     labelHeights: labels.map(label => label.getBoundingClientRect().height / parseFloat(getComputedStyle(label).fontSize)),
     nameWidths: [...document.querySelectorAll("td.name")].map(cell => cell.getBoundingClientRect().right),
+    namesCut: [...document.querySelectorAll("td.name")].filter(cell => cell.scrollWidth > cell.clientWidth).map(cell => cell.textContent),
+    failingIdsCut: [...document.querySelectorAll("td.checks code")].filter(code => code.scrollWidth > code.clientWidth + 1).length,
+    titlesShown: [...document.querySelectorAll("td.checks .why > span")].map(span => span.clientWidth / parseFloat(getComputedStyle(span).fontSize)),
+    rootFont: parseFloat(getComputedStyle(document.documentElement).fontSize),
     tableRight: document.querySelector("table.students").getBoundingClientRect().right,
     asideLeft: document.querySelector("aside").getBoundingClientRect().left,
   });
@@ -149,12 +154,16 @@ measure();
         await send({"type": "http.response.body", "body": body})
 
 
+ROOM = ["Grace Hopper-Brewster", "Katherine Johnson-Goble", "Maximiliana Wolfeschlegelsteinhausen-Bergdorff"[:40]]
+
+
 def a_full_room(store: Store) -> None:
-    """Twelve students with 40-character names, nine lessons under way, the relay's token column on."""
+    """Twelve students, names of up to 40 characters, nine lessons under way, the relay's token column on."""
     for number in range(12):
-        student, _ = store.join(f"Maximiliana Wolfeschlegelsteinhausen {number:02}"[:40])
+        student, _ = store.join(ROOM[number] if number < len(ROOM) else f"Maximiliana Wolfeschlegelsteinhausen {number:02}"[:40])
         lesson = number % 9
-        checks = [{"id": f"lesson{lesson}.check-{index}", "lesson": lesson, "status": "failed" if index < 3 else "passed"} for index in range(6)]
+        ids = [check.id for check in kit.lesson(lesson).checks][:6]
+        checks = [{"id": check, "lesson": lesson, "status": "failed" if index < 3 else "passed"} for index, check in enumerate(ids)]
         store.record(student, Report.model_validate({"id": os.urandom(16).hex(), "lesson": lesson, "passed": False, "score": 3,
                                                      "max_score": 6, "checks": checks}), now=time.time() - 60 * number)
         store.settle(student, 0, 123_456, 54_321)
@@ -186,4 +195,9 @@ def test_the_board_fits_a_projector(tmp_path, size):
     assert figures["labelHeights"] and max(figures["labelHeights"]) < 2, "a lesson label wraps onto a second line"
     assert max(figures["nameWidths"]) < size[0]
     assert figures["tableRight"] <= figures["asideLeft"], "the students' table runs under the summary beside it"
+    assert figures["failingIdsCut"] == 0, "a failing check's id is cut"
+    if size == WIDE:  # the screen it has: bigger type, names whole up to 25 characters, titles in the room left
+        assert figures["rootFont"] >= 24
+        assert not set(figures["namesCut"]) & set(ROOM[:2]), f"names cut on a 1920 px screen: {figures['namesCut']}"
+        assert max(figures["titlesShown"]) >= 3, "no failing check's title is shown beside it"
     assert shot.is_file() and shot.stat().st_size > 10_000

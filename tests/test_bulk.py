@@ -80,6 +80,8 @@ def test_a_class_folder_a_bare_repo_and_a_url_grade_in_one_command(classroom, tm
     assert (lines[0]["score"], lines[0]["max_score"], lines[0]["regressions"]) == ("0", str(own), "0")
     assert lines[3]["score"] == "" and "not a Rover workspace" in lines[3]["result"]
     assert {line["sandbox"] for line in lines} == {report["sandbox"]}
+    assert {line["student"]: line["author"] for line in lines if line["student"].startswith("dave")} == \
+        {"dave": "Ada Lovelace", "dave (2)": "Ada Lovelace"} and lines[1]["author"] == "", "the commit author beside the name"
 
 
 def test_the_html_report_counts_failures_per_check_and_charts_each_lesson(classroom, tmp_path):
@@ -96,6 +98,24 @@ def test_the_html_report_counts_failures_per_check_and_charts_each_lesson(classr
     assert "position:sticky" in page and "<th class=name" in matrix
     alice = matrix[matrix.index(">alice<"):].split("</tr>")[0]
     assert "<details><summary>✗ " in alice and "read.numbered" in alice, "a lesson's failing checks open from its cell"
+
+
+def test_a_workspace_that_does_not_import_is_graded_as_one_cause(workspace, tmp_path):
+    room = tmp_path / "class"
+    room.mkdir()
+    broken = workspace(3, solved=True).rename(room / "grace")
+    with (broken / "rover/tools/edit.py").open("a") as source:
+        source.write("def edit(:\n")
+    workspace(3, solved=True).rename(room / "ada")
+    result = _run(str(room), "--csv", str(tmp_path / "c.csv"), "--json", str(tmp_path / "c.json"))
+    assert result.exit_code == 1
+    with (tmp_path / "c.csv").open() as table:
+        rows = {row["student"]: row for row in csv.DictReader(table)}
+    assert rows["grace"]["problem"].startswith("rover does not import: SyntaxError in rover/tools/edit.py line "), rows["grace"]
+    assert rows["ada"]["problem"] == "" and rows["ada"]["score"] == rows["ada"]["max_score"]
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert report["not_importing"] == 1 and report["failing_most"] == [], "grace's one cause fails no check for the class"
+    assert "regressions" not in " ".join(result.output.split()), "the table names the cause, not 45 regressions"
 
 
 def test_lesson_pins_the_grade_whatever_the_answers_file_claims(workspace, tmp_path):

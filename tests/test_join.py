@@ -192,5 +192,12 @@ def test_a_join_waiting_for_approval_says_so(joined_workspace, store):
 
     with in_thread(create_app(store, seats=Seats(store, approve=True))) as url:
         done = join(url, store.code, "Bob")
-    assert done.exit_code == 0 and "the instructor approves it on the board" in done.output
+    assert done.exit_code == 0 and "the instructor approves it on the board" in " ".join(done.output.split())
     assert store.students()[0].pending
+
+
+def test_a_name_over_40_characters_is_refused_in_our_own_words(joined_workspace, board, store):
+    done = join(board, store.code, "Maximiliana Wolfeschlegelsteinhausen-Bergdorff")
+    said = " ".join(done.output.split())
+    assert done.exit_code == 2 and "a name is at most 40 characters and this one has 46: shorten it" in said, said
+    assert "String should" not in said and "Value error" not in said and not class_file(joined_workspace).exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -242,6 +243,41 @@ def test_rover_uses_the_class_relay_when_no_key_is_set(store, upstream, workspac
     assert upstream.seen[0]["key"] == INSTRUCTOR_KEY
     assert mine.returncode == 0 and upstream.seen[1]["key"] == "sk-students-own"  # a key of one's own wins over the class's
     assert store.students()[0].requests == 1
+
+
+def test_a_join_made_before_the_board_relayed_carries_over_and_a_board_without_one_says_so(store, upstream, workspace):
+    folder = workspace(1)
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    _, token = store.join("Ada")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ANTHROPIC_")}
+
+    def rover(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet", *args], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    with in_thread(create_app(store)) as url:  # joined while the board had no relay
+        (folder / ".git" / "workshop-class.json").write_text(json.dumps({"url": url, "code": store.code, "name": "Ada", "token": token, "relay": False}))
+        plain = rover()
+    assert plain.returncode == 1 and plain.stderr.count("\n") == 1, plain.stderr
+    assert "rover: the class board answered: this class board runs without a relay" in plain.stderr and "model" not in plain.stderr
+    with relayed(store, upstream.url) as again:  # served again from the same class file, now with --relay
+        joined = json.loads((folder / ".git" / "workshop-class.json").read_text())
+        (folder / ".git" / "workshop-class.json").write_text(json.dumps({**joined, "url": again}))  # its port, this time
+        relayed_now = rover("--max-tokens", "300")
+    assert relayed_now.returncode == 0 and relayed_now.stdout.strip() == "hello from upstream", relayed_now.stderr
+    assert upstream.seen[-1]["body"]["max_tokens"] == 300 and upstream.seen[-1]["key"] == INSTRUCTOR_KEY
+
+
+def test_the_relays_429_names_rovers_max_tokens_option(store, upstream):
+    _, token = store.join("Ada")
+    with relayed(store, upstream.url, budget=5_000) as url:
+        with pytest.raises(anthropic.RateLimitError) as raised:
+            sdk(url, token).messages.create(model="m", max_tokens=8192, messages=[{"role": "user", "content": "hi"}])
+        fits = sdk(url, token).messages.create(model="m", max_tokens=4000, messages=[{"role": "user", "content": "hi"}])
+    said = raised.value.message
+    option = re.search(r"`python -m rover --max-tokens (\d+) \.\.\.`", said)
+    assert option and "under 4,9" in said, said
+    assert fits.content[0].text == "hello from upstream" and int(option[1]) <= 4096
 
 
 def test_an_oversized_request_is_refused_before_it_is_read(store):

@@ -33,19 +33,25 @@ def test_serve_prints_the_board_url_and_the_join_line_and_keeps_the_class(tmp_pa
     def start() -> tuple[subprocess.Popen, list[str]]:
         server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(db)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        return server, [server.stdout.readline() for _ in range(5)]
+        lines = []
+        while not lines or not lines[-1].endswith("keeps the class:"):  # the banner's last line but one
+            lines.append(server.stdout.readline().rstrip("\n"))
+        lines.append(server.stdout.readline().rstrip("\n"))  # the database's path
+        return server, lines
 
     server, lines = start()
     try:
-        url = lines[0].split()[2]
+        url = lines[1].strip()
         base, token = url.split("/?token=")
-        port, code = base.rsplit(":", 1)[1], lines[1].split()[2]
-        assert base.startswith("http://127.0.0.1:")
-        # On loopback no student can reach it: one line says so, with the command for the room and the join line it will take.
-        assert lines[2].startswith("Students:      cannot reach 127.0.0.1 (this machine only): serve with "
-                                   f"`workshop class serve --host 0.0.0.0 --port {port} --db {db}`, then they run `workshop join http://")
-        assert f"http://{lan_address() or 'THIS-MACHINE'}:{port} {code} --name" in lines[2] and "127.0.0.1:" not in lines[2].split("then")[1]
-        assert lines[3].startswith("Seats:         anyone with the code; 6 joins a minute per address")
+        port, code = base.rsplit(":", 1)[1], lines[2].split()[2]
+        assert lines[0].startswith("Class board:") and base.startswith("http://127.0.0.1:")
+        # On loopback no student can reach it: it says so, with the command for the room and the join line it will take,
+        # each command on a line of its own (never wrapped: they copy whole).
+        assert lines[3].startswith("Students:      cannot reach 127.0.0.1 (this machine only)")
+        commands = [line for line in lines if line.startswith("  workshop ")]
+        assert commands[0] == f"  workshop class serve --host 0.0.0.0 --port {port} --db {db}"
+        assert commands[1].startswith(f"  workshop join http://{lan_address() or 'THIS-MACHINE'}:{port} {code} --name")
+        assert any(line.startswith("Seats:         anyone with the code; 6 joins a minute per address") for line in lines)
         assert httpx.get(f"{base}/api/board", params={"token": token}, timeout=PATIENCE).status_code == 200
         assert httpx.post(f"{base}/api/join", json={"name": "Ada"}, headers={"X-Class-Code": code}, timeout=PATIENCE).status_code == 201
         assert server.stdout.readline().split()[1:] == ["Ada", "joined"]  # after the time: the instructor sees who joins
@@ -54,7 +60,7 @@ def test_serve_prints_the_board_url_and_the_join_line_and_keeps_the_class(tmp_pa
     assert server.returncode == 0 and "Board stopped" in out and "Traceback" not in out
     server, lines = start()
     try:
-        assert lines[1].split()[2] == code and token in lines[0]
+        assert lines[2].split()[2] == code and token in lines[1]
     finally:
         stop(server)
     assert Store(db).students()[0].name == "Ada"
@@ -65,10 +71,10 @@ def test_bound_to_every_address_the_join_line_names_the_lan_address(monkeypatch)
 
     monkeypatch.setattr(class_serve, "lan_address", lambda: "192.168.1.20")
     line = class_serve._students_line("0.0.0.0", 8765, "ABCD-EFGH", Path("class.sqlite"))
-    assert line == 'Students run:  workshop join http://192.168.1.20:8765 ABCD-EFGH --name "Their Name"'
+    assert line == 'Students run:\n  workshop join http://192.168.1.20:8765 ABCD-EFGH --name "Their Name"'
     line = class_serve._students_line("127.0.0.1", 8765, "ABCD-EFGH", Path("class.sqlite"))
-    assert "cannot reach 127.0.0.1" in line and "`workshop class serve --host 0.0.0.0 --port 8765`" in line
-    assert "`workshop join http://192.168.1.20:8765 ABCD-EFGH" in line
+    assert "cannot reach 127.0.0.1" in line and "\n  workshop class serve --host 0.0.0.0 --port 8765\n" in line
+    assert line.endswith('\n  workshop join http://192.168.1.20:8765 ABCD-EFGH --name "Their Name"')
     monkeypatch.setattr(class_serve, "lan_address", lambda: None)
     assert "LAN address: none found" in class_serve._students_line("::1", 8765, "ABCD-EFGH", Path("class.sqlite"))
 

@@ -347,3 +347,74 @@ def test_an_answers_file_with_an_unknown_lesson_is_one_line(started):
     answers.write_text(answers.read_text().replace("lesson: 0", "lesson: 42"))
     result = run("check")
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "names no lesson" in result.output
+
+
+def test_reset_stash_removes_the_students_added_files_says_so_and_keeps_them_in_git(started):
+    root = started(4)
+    (root / "stash/tests/test_mine.py").write_text("def test_mine():\n    assert True\n")
+    (root / "stash/stash/notes").mkdir()
+    (root / "stash/stash/notes/todo.txt").write_text("later\n")
+    (root / "rover/tools/write.py").write_text("# half done\n")
+    reset = run("reset", "stash")
+    assert reset.exit_code == 0, reset.output
+    assert all(len(line) <= 80 for line in reset.output.splitlines() if not line.startswith("  git ")), "prose wraps; the command is whole"
+    assert not (root / "stash/tests/test_mine.py").exists() and not (root / "stash/stash/notes").exists()
+    assert words(reset.output).count("stash/tests/test_mine.py") == 2 and "stash/stash/notes/todo.txt" in reset.output, reset.output
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout == " M rover/tools/write.py\n"
+    back = next(line.strip() for line in reset.output.splitlines() if line.strip().startswith("git checkout"))
+    subprocess.run(back, shell=True, cwd=root, check=True)
+    assert (root / "stash/tests/test_mine.py").read_text().startswith("def test_mine"), "the command it names brings them back"
+    assert (root / "stash/stash/notes/todo.txt").read_text() == "later\n"
+
+
+def test_reset_stash_with_nothing_added_names_nothing(started):
+    root = started(2)
+    (root / "stash/stash/extract.py").write_text("changed by Rover\n")
+    reset = run("reset", "stash")
+    assert reset.exit_code == 0 and "Removed" not in reset.output and "git checkout" not in reset.output
+
+
+def test_demo_before_the_tool_is_written_names_it_and_the_demo_that_runs_now(started):
+    from tests.terminal import in_terminal, too_long
+
+    root = started(2)
+    workshop = str(Path(sys.executable).with_name("workshop"))
+    status, screen = in_terminal([workshop, "demo"], root, columns=80)
+    assert status == 1, screen
+    assert not too_long(screen, 80), too_long(screen, 80)
+    said = words(screen[screen.index("workshop: lesson 2's demo"):])
+    assert said.startswith("workshop: lesson 2's demo stopped where Rover called the bash tool, which is not written yet "
+                           "(rover/tools/bash.py, lesson 2)"), said
+    assert "`workshop demo lesson-1`" in screen, "the command is on one line, whole"
+    assert "your tools answer differently" not in screen
+
+
+def test_a_check_during_a_conflict_from_next_says_how_to_finish_or_undo_it(started):
+    from tests.terminal import in_terminal, too_long
+
+    root = started(1, solved=True)
+    registry = root / "rover/tools/__init__.py"
+    registry.write_text(registry.read_text().replace("from rover.tools import ls, read\n", "from rover.tools import ls, read  # mine\n"))
+    workshop = str(Path(sys.executable).with_name("workshop"))
+    status, moved = in_terminal([workshop, "next", "--force"], root)
+    assert status == 1 and "rover/tools/__init__.py" in moved, moved
+    text = registry.read_text()
+    assert "<<<<<<< yours\nfrom rover.tools import ls, read  # mine\n=======\n" in text and "\n>>>>>>> lesson 2\n" in text
+    status, checked = in_terminal([workshop, "check"], root)
+    assert status == 1 and not too_long(checked, 80), checked
+    said = words(checked)
+    assert "An unfinished merge, so no check can run" in said and "rover/tools/__init__.py line 13" in said
+    assert "`<<<<<<< yours`" in checked and "`>>>>>>> lesson 2`" in checked
+    assert "SyntaxError" not in checked and "python -c" not in checked
+    assert '`git add -A && git commit -m "Resolve"`' in checked and "`git reset --hard && git clean -fd`" in checked
+    subprocess.run("git reset -q --hard && git clean -qfd", shell=True, cwd=root, check=True)  # the undo it names
+    assert Workspace.find(root).lesson == 1 and "# mine" in registry.read_text() and "<<<<<<<" not in registry.read_text()
+
+
+@pytest.mark.parametrize("typed", ["lesson1", "Lesson_2", "lesson 3"])
+def test_a_lesson_typed_without_its_dash_gets_a_did_you_mean(tmp_path, monkeypatch, typed):
+    monkeypatch.chdir(tmp_path)
+    result = run("start", typed)
+    number = typed[-1]
+    assert result.exit_code == 2 and f"did you mean lesson-{number}?" in result.output, result.output
+    assert list(tmp_path.iterdir()) == [], "nothing was made"

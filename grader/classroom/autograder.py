@@ -44,8 +44,24 @@ fi
 if [ "$(id -u)" -eq 0 ] && ! id -u "$user" >/dev/null 2>&1; then
   useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user"
 fi
+# The venv's Python must be one the student user can run: not one under a private home (pyenv in /root, mode 700).
+# Else the system's python3 (installed if missing), or a refusal that says why. WORKSHOP_AUTOGRADER_PYTHON: another.
+runs_for_user() {{ [ "$(id -u)" -ne 0 ] || ! command -v runuser >/dev/null || runuser -u "$user" -- "$@" >/dev/null 2>&1; }}
+python3="${{WORKSHOP_AUTOGRADER_PYTHON:-$(command -v python3)}}"
+system="${{WORKSHOP_AUTOGRADER_SYSTEM_PYTHON:-/usr/bin/python3}}"
+if ! runs_for_user "$python3" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  echo "setup.sh: the user $user cannot run $python3 ($(readlink -f "$python3")): a folder above it is private;" \
+       "using $system instead" >&2
+  [ -x "$system" ] || {{ apt-get update -q && apt-get install -y -q python3 python3-venv python3-pip; }}
+  python3="$system"
+  if ! runs_for_user "$python3" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))'; then
+    echo "setup.sh: refused: the user $user cannot run $python3 either (or it is not Python 3.10+ with venv);" \
+         "install a Python every user can run and name it in WORKSHOP_AUTOGRADER_PYTHON" >&2
+    exit 1
+  fi
+fi
 # WORKSHOP_AUTOGRADER_VENV_FLAGS: e.g. --system-site-packages, to reuse installed dependencies (offline tests).
-python3 -m venv ${{WORKSHOP_AUTOGRADER_VENV_FLAGS:-}} "$root/workshop-venv"
+"$python3" -m venv ${{WORKSHOP_AUTOGRADER_VENV_FLAGS:-}} "$root/workshop-venv"
 python="$root/workshop-venv/bin/python"
 site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 # WORKSHOP_AUTOGRADER_SITE: more folders of installed packages to reuse, colon-separated (offline tests in a venv).
@@ -57,6 +73,10 @@ pip=("$python" -m pip install --quiet --disable-pip-version-check)
 "${{pip[@]}}" --force-reinstall --no-deps "$root/source/{wheel}"  # this kit, even if another copy is visible
 # Root's alone: the zip's contents (the kit's wheel) and the reference solutions inside the installed kit.
 chmod -R go-rwx "$root/source" "$site/grader/kit/solutions"
+if ! runs_for_user "$python" -I -c 'import grader.cli'; then
+  echo "setup.sh: refused: the user $user cannot import the kit with $python (a private folder on its path?)" >&2
+  exit 1
+fi
 """
 
 RUN = """#!/usr/bin/env bash

@@ -29,9 +29,32 @@ def check_columns(run: ClassRun) -> list[kit.Check]:
     return [check for number in range(furthest + 1) for check in kit.lesson(number).checks]
 
 
+NOT_IMPORTING = "not run: the rover package does not import ("
+
+
+def cause(student: Student) -> str:
+    """Why none of a graded student's failing checks could run (rover does not import, say), as one line; "" when
+    they ran. One cause is one problem of the student's, not a failure of every check."""
+    failing = [outcome for outcome in student.outcomes or [] if not outcome.passed]
+    messages = {outcome.message for outcome in failing}
+    if len(failing) < 2 or len(messages) != 1 or any(outcome.status != "error" for outcome in failing):
+        return ""
+    message = messages.pop()
+    if message.startswith(NOT_IMPORTING):
+        return "rover does not import: " + message[len(NOT_IMPORTING):].removesuffix(")")
+    return message.removeprefix("not run: ") if message.startswith("not run: ") else ""
+
+
+def problem(student: Student) -> str:
+    """The row's problem, graded or not: why there is no grade, or why no check could run; "" for neither."""
+    return student.problem if not student.graded else cause(student)
+
+
 def summary(student: Student) -> str:
     if not student.graded:
         return student.problem
+    if cause(student):
+        return f"no check could run: {cause(student)}"
     own = student.own
     text = f"{sum(outcome.passed for outcome in own)}/{len(own)} of lesson {student.lesson}'s checks pass"
     return text + (f"; {len(student.regressions)} regressions in earlier lessons" if student.regressions else "")
@@ -41,14 +64,15 @@ def write_csv(run: ClassRun, path: Path) -> None:
     columns = check_columns(run)
     with path.open("w", newline="", encoding="utf-8") as out:
         table = csv.writer(out)
-        table.writerow(csv_row(["student", "source", "lesson", "score", "max_score", "regressions", "result", "sandbox",
-                        *(check.id for check in columns)]))
+        table.writerow(csv_row(["student", "source", "author", "lesson", "score", "max_score", "regressions", "result", "problem",
+                                "sandbox", *(check.id for check in columns)]))
         for student in run.students:
             statuses = {outcome.check.id: outcome.status for outcome in student.outcomes or []}
             graded = student.graded
-            row = [student.name, student.source, "" if student.lesson is None else student.lesson,
+            row = [student.name, student.source, student.author or "", "" if student.lesson is None else student.lesson,
                    student.score if graded else "", student.max_score if graded else "",
-                   len(student.regressions) if graded else "", summary(student), run.sandbox,
+                   len(student.regressions) if graded and not cause(student) else "", summary(student), problem(student),
+                   run.sandbox,
                    *(statuses.get(check.id, "") for check in columns)]
             table.writerow(csv_row(row))
 
@@ -59,13 +83,14 @@ def as_json(run: ClassRun) -> dict:
         "unsafe": run.sandbox == UNSAFE,
         "seconds": round(run.seconds, 3),
         "students": [
-            {"name": student.name, "source": student.source, "lesson": student.lesson, "problem": student.problem or None,
+            {"name": student.name, "source": student.source, "lesson": student.lesson, "problem": problem(student) or None,
              "author": student.author or None,
              "seconds": round(student.seconds, 3), "cpu_seconds": round(student.cpu_seconds, 3),
              "grade": _grade(student) if student.graded else None}
             for student in run.students
         ],
         "failing_most": [{"id": check.id, "title": check.title, "failing": count} for check, count in failures(run)],
+        "not_importing": sum(bool(cause(student)) for student in run.students if student.graded),
     }
 
 
@@ -82,8 +107,9 @@ def write_json(run: ClassRun, path: Path) -> None:
 
 
 def failures(run: ClassRun) -> list[tuple[kit.Check, int]]:
-    """Checks by how many students they fail for (errors and timeouts too), most first."""
-    counts = Counter(outcome.check for student in run.students if student.graded
+    """Checks by how many students they fail for (errors and timeouts too), most first. A student whose checks could
+    not run (see `cause`) is counted once, apart, not as a failure of every check."""
+    counts = Counter(outcome.check for student in run.students if student.graded and not cause(student)
                      for outcome in student.outcomes if not outcome.passed)
     return sorted(counts.items(), key=lambda item: (-item[1], item[0].lesson, item[0].id))
 
@@ -93,40 +119,56 @@ def write_html(run: ClassRun, path: Path) -> None:
 
 
 def render_html(run: ClassRun) -> str:
+    """The grades first (what the report is for), then what to explain next, then how far the class has got."""
     graded = [student for student in run.students if student.graded]
     banner = (f"<p class=unsafe>Graded without a sandbox (--unsafe-no-sandbox): student code ran with the instructor's "
-              f"rights, so a student could have changed any grade here.</p>" if run.sandbox == UNSAFE else
-              f"<p class=sandbox>Each student graded in their own {escape(run.sandbox)} sandbox.</p>")
+              f"rights, so a student could have changed any grade here.</p>" if run.sandbox == UNSAFE else "")
+    lessons = sorted({student.lesson for student in graded})
+    title = f"lesson {lessons[0]}" if len(lessons) == 1 else "lessons " + ", ".join(map(str, lessons)) if lessons else ""
+    broken = sum(bool(cause(student)) for student in graded)
+    counts = [f"{len(run.students)} entries", f"{sum(student.passed for student in graded)} pass every check"]
+    counts += [f"{broken} whose checks could not run"] if broken else []
+    counts += [f"{len(run.students) - len(graded)} not graded"] if len(graded) < len(run.students) else []
+    where = "" if run.sandbox == UNSAFE else f"each graded in their own {escape(run.sandbox)} sandbox, "
     parts = [
-        f"<h1>Class report</h1>{banner}<p>{len(run.students)} entries: {len(graded)} graded, "
-        f"{len(run.students) - len(graded)} not graded. Made {datetime.now():%Y-%m-%d %H:%M}.</p>",
-        _progress(graded), _failing_most(run, len(graded)), _students(run),
+        f"<h1>Class report{': ' + title if title else ''}</h1>{banner}<p class=sub>{' · '.join(counts)}; {where}"
+        f"{datetime.now():%Y-%m-%d %H:%M}.</p>",
+        _students(run), _failing_most(run, len(graded), broken), _progress(graded),
     ]
     return f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>" \
            f"<title>Class report</title><style>{STYLE}</style></head><body>{''.join(parts)}</body></html>\n"
 
 
 def _progress(graded: list[Student]) -> str:
-    rows = []
+    """A bar for each lesson someone is on; the lessons nobody is on, in one line."""
+    rows, empty = [], []
     for lesson in kit.lessons():
         here = [student for student in graded if student.lesson == lesson.number]
+        if not here:
+            empty.append(str(lesson.number))
+            continue
         done = sum(student.passed for student in here)
         width = 100 / max(1, len(graded))
         rows.append(f"<tr><th>{lesson.id}</th><td>{escape(lesson.title)}</td><td class=chart>"
                     f"<span class='bar done' style='width:{done * width:.1f}%'></span>"
                     f"<span class='bar open' style='width:{(len(here) - done) * width:.1f}%'></span></td>"
                     f"<td>{len(here)} on it, {done} passing all</td></tr>")
+    nobody = f"<p class=legend>No one is on lesson{'s' if len(empty) > 1 else ''} {', '.join(empty)}.</p>" if empty else ""
     return ("<h2>Progress per lesson</h2><p class=legend><span class='bar done'></span> every check passes "
-            "<span class='bar open'></span> not yet</p><table class=progress>" + "".join(rows) + "</table>")
+            "<span class='bar open'></span> not yet</p><table class=progress>" + "".join(rows) + "</table>" + nobody)
 
 
-def _failing_most(run: ClassRun, graded: int) -> str:
+def _failing_most(run: ClassRun, graded: int, broken: int) -> str:
     counted = failures(run)
-    if not counted:
-        return "<h2>Failing checks</h2><p>No check fails for anyone.</p>"
     rows = [f"<tr><th>{escape(check.id)}</th><td class=title>{escape(check.title)}</td><td class=chart><span class='bar fail' "
             f"style='width:{100 * count / max(1, graded):.1f}%'></span></td><td>{count} of {graded}</td></tr>"
             for check, count in counted]
+    if broken:  # one cause, counted once: the row says which students, the table why
+        rows.insert(0, f"<tr><th>no check ran</th><td class=title>the student's rover does not import (or stopped the "
+                       f"run): see the student's row</td><td class=chart><span class='bar fail' style='width:"
+                       f"{100 * broken / max(1, graded):.1f}%'></span></td><td>{broken} of {graded}</td></tr>")
+    if not rows:
+        return "<h2>Failing checks</h2><p>No check fails for anyone.</p>"
     top, rest = "".join(rows[:TOP_FAILING]), "".join(rows[TOP_FAILING:])
     more = (f"<details><summary>{len(rows) - TOP_FAILING} more failing checks</summary><table class=progress>{rest}</table>"
             f"</details>" if rest else "")
@@ -142,15 +184,18 @@ def _students(run: ClassRun) -> str:
         cells = [name, f"<td>{'' if student.lesson is None else student.lesson}</td>"]
         if not student.graded:
             cells.append(f"<td class=problem colspan={len(lessons) + 2}>not graded: {escape(clean_message(student.problem))}</td>")
+        elif cause(student):
+            cells.append(f"<td class=score>{student.score}/{student.max_score}</td><td>–</td>"
+                         f"<td class=cause colspan={len(lessons)}>✗ no check could run: {escape(clean_message(cause(student)))}</td>")
         else:
             cells.append(f"<td class=score>{student.score}/{student.max_score}</td>"
                          f"<td class={'failed' if student.regressions else 'passed'}>{len(student.regressions)}</td>")
             cells += [_lesson_cell(student, number) for number in lessons]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return ("<h2>Students</h2><p class=legend>score: the graded lesson's own checks; regressions: earlier lessons' "
-            "checks that fail. Open a lesson's cell to see which checks fail.</p><div class=matrix><table class=students>"
+    return ("<h2>Students</h2><div class=matrix><table class=students>"
             f"<tr><th class=name>student</th><th>lesson</th><th>score</th><th>regressions</th>{head}</tr>"
-            + "".join(rows) + "</table></div>")
+            + "".join(rows) + "</table></div><p class=legend>score: the graded lesson's own checks; regressions: earlier "
+            "lessons' checks that fail. Open a lesson's cell to see which checks fail.</p>")
 
 
 def _lesson_cell(student: Student, number: int) -> str:
@@ -168,14 +213,15 @@ def _lesson_cell(student: Student, number: int) -> str:
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#222;max-width:100%}
-h1{margin:.2em 0}h2{margin:1em 0 .4em}
+h1{margin:.2em 0;font-size:1.6em}h2{margin:.8em 0 .3em;font-size:1.2em}
 table{border-collapse:collapse;margin-bottom:1.5em}th,td{padding:.2em .5em;text-align:left;border-bottom:1px solid #eee;vertical-align:top}
 .progress td,.progress th{white-space:nowrap}.progress td.title{white-space:normal}
 .chart{width:24em;max-width:30vw}.bar{display:inline-block;height:1em;vertical-align:middle}.legend .bar{width:1em}
 .done{background:#2a9d4b}.open{background:#e9b949}.fail{background:#d1495b}
 .matrix{overflow-x:auto;max-width:100%}
-.students{font-size:.9em}.students td,.students th{white-space:nowrap;padding:.2em .35em}
-.students .name{position:sticky;left:0;background:#fff;z-index:1;max-width:13em;overflow:hidden;text-overflow:ellipsis;box-shadow:1px 0 0 #ddd}
+.students{font-size:1.05em}.students td,.students th{white-space:nowrap;padding:.25em .5em}.score{font-weight:bold}
+.students td.cause{color:#d1495b;white-space:normal;max-width:60em}.sub{color:#555;margin:.2em 0 .6em}
+.students .name{position:sticky;left:0;background:#fff;z-index:1;max-width:16em;overflow:hidden;text-overflow:ellipsis;box-shadow:1px 0 0 #ddd}
 .students td.passed{color:#2a9d4b}.students td.failed,.students li.failed,.students li.error{color:#d1495b}
 .students li.timeout{color:#b07d00}.students ul{margin:.2em 0;padding-left:1em;font-size:.85em;list-style:none}
 .students summary{cursor:pointer}.problem{color:#888;font-style:italic;white-space:normal!important}

@@ -20,8 +20,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+NAME_MOST = 40  # characters of a seat's name
+
+
 class Join(_Strict):
-    name: str = Field(min_length=1, max_length=40)
+    name: str = Field(min_length=1, max_length=4 * NAME_MOST)  # the room to say "too long" in our own words
     workspace: str | None = Field(None, pattern=r"^[0-9a-f]{32}$", description="the joining workspace's own id: a rejoin takes its seat back")
 
     @field_validator("name")
@@ -30,6 +33,9 @@ class Join(_Strict):
         name = normal_name(name)
         if not name or not name.isprintable():
             raise ValueError("a name is 1 to 40 printable characters, e.g. --name 'Ada L.'")
+        if len(name) > NAME_MOST:
+            raise ValueError(f"a name is at most {NAME_MOST} characters and this one has {len(name)}: "
+                             f"shorten it, e.g. --name 'Ada L.'")
         return name
 
 
@@ -93,4 +99,4 @@ def reason(problem: ValidationError) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "body"
     if error["type"] == "extra_forbidden":
         return f"unknown field {where!r}: a payload has only the fields the kit sends"
-    return f"{where}: {error['msg']}"
+    return f"{where}: {error['msg'].removeprefix('Value error, ')}"  # our own validators' words, without pydantic's label

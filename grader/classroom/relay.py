@@ -55,7 +55,7 @@ class Relay:
             spent = f"your class budget of {self.budget:,} tokens is spent ({student.tokens:,} used)" if student.tokens >= self.budget else (
                 f"this request could use up to {need:,} tokens (about {cost:,} in, max_tokens {max_tokens:,}) and your class budget "
                 f"of {self.budget:,} has {left:,} left" + (f" ({student.reserved:,} held by requests in flight)" if student.reserved else ""))
-            raise Refused(429, spent + "; lower max_tokens, or ask the instructor to raise it (workshop class serve --budget N)")
+            raise Refused(429, spent + _what_to_do(left - cost if student.tokens < self.budget else 0))
         try:
             upstream = await self._send("POST", "/v1/messages", request, body)
         except BaseException:
@@ -207,6 +207,13 @@ def _passed_back(upstream: httpx.Response) -> dict[str, str]:
 def _error_event(message: str) -> bytes:
     data = {"type": "error", "error": {"type": "api_error", "message": message}}
     return f"event: error\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _what_to_do(room: int) -> str:
+    """The advice after a refusal: a smaller max_tokens (Rover's option named) when one would fit, and the budget."""
+    smaller = (f"lower max_tokens (under {room:,}: with Rover, `python -m rover --max-tokens {min(room - 1, 4096)} ...`), or "
+               if room > 256 else "")
+    return f"; {smaller}ask the instructor to raise the budget (`workshop class serve --budget N`)"
 
 
 def not_relaying() -> Response:

@@ -100,11 +100,13 @@ def _table(students: list[Student], now: float, budget: int | None) -> str:
 
 
 def _first_failing(failing: tuple[str, ...]) -> str:
-    """The first failing check and how many more: one line per student, whatever the width."""
+    """The first failing check, how many more, and the first's title: one line per student, cut to the width."""
     if not failing:
         return ""
     more = f' <span class="more">+{len(failing) - 1}</span>' if len(failing) > 1 else ""
-    return f'<code title="{escape(" ".join(failing))}">{escape(failing[0])}</code>{more}'
+    title = _title(failing[0])  # cut to what the column has room for: a wide screen shows more of it
+    said = f' <span class="why"><span>{escape(title)}</span></span>' if title else ""
+    return f'<div class="first"><code title="{escape(" ".join(failing))}">{escape(failing[0])}</code>{more}{said}</div>'
 
 
 def _short(tokens: int) -> str:

@@ -44,7 +44,7 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
         result = _grade_showing_progress(workspace) if not as_json else grade(workspace)
     except KeyboardInterrupt:  # the runner has already stopped its workers and removed its files
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        click.echo("workshop: interrupted; nothing was graded", err=True)
+        click.echo("\nworkshop: interrupted; nothing was graded", err=True)  # a line of its own, not after the ^C
         sys.exit(130)
     note = in_process_note(result.sandbox)
     if note:  # on stderr, so it shows with --json too and the JSON stays whole

@@ -56,7 +56,7 @@ def class_grade_command(targets: tuple[str, ...], lesson: int | None, jobs: int 
         try:
             run = bulk.run_class(list(targets), lesson, jobs, graded, collected, unsafe, timeout)
         except KeyboardInterrupt:  # every grading process is gone already, and the run folder with them
-            console.print("workshop: stopped; no report written")
+            console.print("\nworkshop: stopped; no report written")  # a line of its own, not after the ^C
             sys.exit(130)
     _show(run, Console(highlight=False))  # the table on stdout, the progress and notes on stderr
     for report, write in ((csv_file, class_report.write_csv), (html_file, class_report.write_html), (json_file, class_report.write_json)):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from grader.commands.screen import say
+
 from grader.errors import WorkshopError
 
 DEFAULT_BUDGET = 500_000
@@ -69,35 +71,49 @@ def serve_command(host: str, port: int, db: Path, relay: bool, upstream: str, bu
                   class_rate=JoinRate(CLASS_JOINS_PER_MINUTE if joins_per_minute else 0, per_hour=0),
                   tell=lambda line: click.echo(f"{time.strftime('%H:%M:%S')}  {for_terminal(line)}"))
     bound = sock.getsockname()[1]
-    click.echo(f"Class board:   http://{_on_this_machine(host)}:{bound}/?token={store.instructor_token}   (open it on the projector; keep the token to yourself)")
+    # Commands and addresses each on a line of their own, never wrapped, so they copy whole; the prose wraps.
+    click.echo(_prose("Class board:   open it on the projector, and keep the token to yourself:"))
+    click.echo(f"  http://{_on_this_machine(host)}:{bound}/?token={store.instructor_token}")
     click.echo(f"Class code:    {store.code}")
     click.echo(_students_line(host, bound, store.code, db))
-    click.echo("Seats:         " + (f"the {len(names)} names on {roster}" if names else "anyone with the code")
+    click.echo(_prose("Seats:         " + (f"the {len(names)} names on {roster}" if names else "anyone with the code")
                + (", others once you approve them on the board" if names and approve else " once you approve them on the board" if approve else "")
                + (f"; {joins_per_minute} joins a minute per address, {CLASS_JOINS_PER_MINUTE} from the class" if joins_per_minute else "")
-               + (f"; past {seats.class_size} seats, a join waits for your approval (--class-size)" if not approve else ""))
+               + (f"; past {seats.class_size} seats, a join waits for your approval (--class-size)" if not approve else "")))
     if relay:
-        click.echo(f"Relay:         on, forwarding to {upstream}, {budget:,} tokens per seat")
-    click.echo(f"Database:      {db.resolve()}   (Ctrl-C stops; serving again from it keeps the class)")
+        click.echo(_prose(f"Relay:         on, forwarding to {upstream}, {budget:,} tokens per seat"))
+    click.echo(_prose("Database:      Ctrl-C stops; serving again from this file keeps the class:"))
+    click.echo(f"  {db.resolve()}")
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # uvicorn re-sends the signal after shutting down: end as Ctrl-C does
     try:
         serve(create_app(store, the_relay, seats), sock, connection_cap(open_files, relay_connections), per_address=connections_per_address)
     except KeyboardInterrupt:
-        pass  # uvicorn has already shut down cleanly; Ctrl-C is the normal way to stop
+        click.echo()  # uvicorn has already shut down cleanly; Ctrl-C is the normal way to stop. Not after the ^C:
     finally:
         store.close()
-    click.echo(f"Board stopped. `workshop class serve --db {db}` carries on with the same class.")
+    say(f"Board stopped. `workshop class serve --db {db}` carries on with the same class.")
 
 
 def _students_line(host: str, port: int, code: str, db: Path) -> str:
+    """What students run, the command on a line of its own; on loopback, first the command that lets them."""
     lan = lan_address()
-    join = f'workshop join http://{lan or "THIS-MACHINE"}:{port} {code} --name "Their Name"'
+    join = f'  workshop join http://{lan or "THIS-MACHINE"}:{port} {code} --name "Their Name"'
     if _loopback(host):
-        again = f"workshop class serve --host 0.0.0.0 --port {port}" + (f" --db {db}" if str(db) != "class.sqlite" else "")
-        return (f"Students:      cannot reach {host} (this machine only): serve with `{again}`, then they run `{join}`"
-                + ("" if lan else " (this machine's LAN address: none found)"))
+        again = f"  workshop class serve --host 0.0.0.0 --port {port}" + (f" --db {db}" if str(db) != "class.sqlite" else "")
+        return "\n".join([_prose(f"Students:      cannot reach {host} (this machine only); for the room, serve:"), again,
+                          _prose("               and they run" + ("" if lan else " (this machine's LAN address: none found)") + ":"),
+                          join])
     shown = lan if host in ("0.0.0.0", "::", "") else _shown(host)
-    return f'Students run:  workshop join http://{shown or "THIS-MACHINE"}:{port} {code} --name "Their Name"'
+    return f'Students run:\n  workshop join http://{shown or "THIS-MACHINE"}:{port} {code} --name "Their Name"'
+
+
+def _prose(line: str) -> str:
+    """A line of words wrapped at the terminal's width, its continuation under the text after the label."""
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size().columns - 1)
+    return textwrap.fill(line, width, subsequent_indent=" " * 15, break_long_words=False, break_on_hyphens=False)
 
 
 def lan_address() -> str | None:

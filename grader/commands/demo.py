@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,7 +65,22 @@ def demo_command(lesson_id: str | None, transcript: str | None, quiet_tokens: bo
             cwd=workspace.path, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ROVER_ANSWERS": ",".join(answers),
                                      # the script's `python -m pytest` is this Python (stash's packages), venv active or not
                                      "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")},
+            stderr=subprocess.PIPE, text=True, errors="replace",  # the transcript is stdout, live; Rover's last word is read
         )
+    unwritten = re.search(r"The (\w+) tool is not written yet", done.stderr or "")
+    if done.returncode and unwritten:
+        say(not_written_yet(unwritten[1], number), err=True)
+    elif done.stderr:
+        sys.stderr.write(done.stderr)
     if transcript and done.returncode == 0:
         say(f"transcript: {transcript} (`workshop transcript {transcript}` draws it)")
     sys.exit(done.returncode)
+
+
+def not_written_yet(tool: str, demo: int) -> str:
+    """Why lesson `demo`'s replay stopped: a tool it uses is still its stub. Which one, and the demo that runs now."""
+    owner = next((lesson for lesson in kit.lessons() if lesson.tool == tool), None)
+    where = f" ({owner.file}, lesson {owner.number})" if owner else ""
+    works = f"; `workshop demo lesson-{owner.number - 1}` runs now" if owner and owner.number > 0 else ""
+    return (f"workshop: lesson {demo}'s demo stopped where Rover called the {tool} tool, which is not written yet{where}: "
+            f"write it (`workshop check` says what is missing) and run the demo again{works}.")

@@ -5,6 +5,7 @@ import click
 
 from grader.classroom.report import forget, joined, remember, workspace_id
 from grader.classroom.safe_text import for_terminal
+from grader.commands.screen import say
 from grader.course.workspace import here
 from grader.errors import WorkshopError
 
@@ -27,14 +28,14 @@ def join_command(url: str, code: str, name: str) -> None:
     remember(workspace.path, {"url": url, "code": code, "name": answer["name"], "token": answer["token"], "relay": bool(answer.get("relay"))})
     shown = for_terminal(answer["name"])
     if answer.get("pending"):
-        click.echo(f"Asked to join the class at {url} as {shown}: the instructor approves it on the board. Until then your "
-                   "checks are not shown there; nothing to run again once approved.")
+        say(f"Asked to join the class at {url} as {shown}: the instructor approves it on the board. Until then your "
+            "checks are not shown there; nothing to run again once approved.")
     else:
-        click.echo(f"Joined the class at {url} as {shown}: each `workshop check` now reports to the board "
-                   "(in the background; grading never waits for it). `workshop leave` stops it.")
-    if answer.get("relay"):
-        click.echo("This class has a relay: `python -m rover` uses it when ANTHROPIC_API_KEY is not set. For other tools:\n"
-                   f"  export ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY={answer['token']}")
+        say(f"Joined the class at {url} as {shown}: each `workshop check` now reports to the board "
+            "(in the background; grading never waits for it). `workshop leave` stops it.")
+    if answer.get("relay"):  # the export line is a command: on a line of its own, never wrapped
+        say("This class has a relay: `python -m rover` uses it when ANTHROPIC_API_KEY is not set. For other tools:")
+        click.echo(f"  export ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY={answer['token']}")
 
 
 @click.command("leave")
@@ -42,7 +43,7 @@ def leave_command() -> None:
     """Stop reporting this workspace's checks to the class board."""
     workspace = here()
     if forget(workspace.path):
-        click.echo("Left the class: `workshop check` no longer reports, and Rover no longer uses the class relay.")
+        say("Left the class: `workshop check` no longer reports, and Rover no longer uses the class relay.")
     else:
         click.echo("This workspace has not joined a class; nothing to leave.")
 

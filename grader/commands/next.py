@@ -17,6 +17,7 @@ from grader.commands.screen import missing_file, restore_command, say
 from grader.course import git, kit
 from grader.course.progress import remember
 from grader.course.render import rebase_answers
+from grader.course.conflicts import relabel
 from grader.course.transaction import preflight, transaction
 from grader.course.workspace import Workspace, here
 from grader.errors import WorkshopError
@@ -54,6 +55,7 @@ def move_on(workspace: Workspace, force: bool = False) -> list[str]:
         except Exception as failure:  # copier or git said no: the copy is dropped, the workspace never changed
             raise WorkshopError(f"could not move to lesson-{number} ({_first_line(failure)}); your workspace is as it was") from None
         conflicts = git.conflicted(copy)
+        relabel(copy, conflicts, number)  # `yours` and `lesson N`, not copier's "before updating" / "after updating"
         if not conflicts:
             git.save(copy, f"Start lesson {number}")
     return conflicts
@@ -83,7 +85,8 @@ def next_command(force: bool) -> None:
     if conflicts:
         say(
             f"Moved to lesson {lesson.number}, but {len(conflicts)} file(s) mix your changes with the new lesson's and need you: "
-            f"{', '.join(conflicts)}. Edit them (keep what you want between the <<<<<<< and >>>>>>> markers), then "
+            f"{', '.join(conflicts)}. Edit them (between `<<<<<<< yours` and `=======` is your version, down to "
+            f"`>>>>>>> lesson {lesson.number}` the lesson's: keep what you want and delete the marker lines), then "
             f"`{git.commit_command(workspace.path, 'Resolve')}`; or undo the move with `git reset --hard && git clean -fd`.", err=True)
         sys.exit(1)
     say(f"Lesson {lesson.number}: {lesson.title}. Your work came along (see `git log`). "

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import shutil
 import sys
+from pathlib import Path
 
 import click
 
+from grader.commands.screen import say
 from grader.course import git, kit
 from grader.errors import WorkshopError
 from grader.course.render import copy_stash, pristine_file, render
@@ -45,22 +47,54 @@ def reset_tool(workspace: Workspace, name: str) -> str:
     return file
 
 
-def reset_stash(workspace: Workspace) -> None:
-    """Only stash is committed, before and after: the student's unfinished tool code stays uncommitted."""
+def added_to_stash(folder: Path) -> list[str]:
+    """The files in `folder`'s stash that `workshop start` did not put there (a test module the student wrote, say)."""
+    pristine = kit.root() / "stash"
+    return sorted(str(path.relative_to(folder)) for path in (folder / "stash").rglob("*")
+                  if (path.is_file() or path.is_symlink()) and "__pycache__" not in path.parts and path.suffix != ".pyc"
+                  and ".pytest_cache" not in path.parts and not (pristine / path.relative_to(folder / "stash")).exists())
+
+
+def reset_stash(workspace: Workspace) -> tuple[list[str], str]:
+    """Only stash is committed, before and after: the student's unfinished tool code stays uncommitted.
+
+    Returns the files the student had added (now removed) and the commit that keeps them."""
     with transaction(workspace.path) as copy:
         git.save(copy, "Saved before workshop reset stash", only="stash")
+        saved, added = git.head(copy), added_to_stash(copy)
         copy_stash(copy)
         git.save(copy, "Reset stash", only="stash")
+    return added, saved
 
 
-def reset_all(workspace: Workspace) -> None:
+def removed_line(added: list[str], saved: str) -> str:
+    """What a reset removed, and the one command that brings it back; "" when it removed nothing."""
+    if not added:
+        return ""
+    shown = ", ".join(added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
+    return (f"Removed what you had added: {shown}. It is kept in commit {saved[:12]}; to bring it back:\n"
+            f"  git checkout {saved[:12]} -- {' '.join(added) if len(added) <= 5 else 'stash'}")
+
+
+def tell_removed(added: list[str], saved: str) -> None:
+    """The removal in words wrapped to the terminal, and the command that undoes it on a line of its own, whole."""
+    if added:
+        words, command = removed_line(added, saved).split("\n")
+        say(words)
+        click.echo(command)
+
+
+def reset_all(workspace: Workspace) -> tuple[list[str], str]:
+    """Every file the lesson starts with goes back; of the student's own files, only those added to stash go."""
     with transaction(workspace.path) as copy:
         click.echo(f"Rendering lesson {workspace.lesson} as it starts…", err=True)
         git.save(copy, "Saved before workshop reset --all")
+        saved, added = git.head(copy), added_to_stash(copy)
         fresh = render(workspace.lesson, copy.parent / "fresh", workspace.solved)
         shutil.copytree(fresh, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns("stash", ".copier-answers.yml"))
         copy_stash(copy)
         git.save(copy, f"Reset to the start of lesson {workspace.lesson}")
+    return added, saved
 
 
 def can_ask() -> bool:
@@ -93,8 +127,9 @@ def reset_command(what: str | None, everything: bool, yes: bool) -> None:
     if everything == bool(what):
         raise WorkshopError("say what to reset: `workshop reset stash`, `workshop reset TOOL` (e.g. read), or `workshop reset --all`")
     if what == "stash":
-        reset_stash(workspace)
-        click.echo("stash/ is pristine again (its earlier state is in git: `git log -- stash`).")
+        added, saved = reset_stash(workspace)
+        say("stash/ is as `workshop start` made it again (its earlier state is in git: `git log -- stash`).")
+        tell_removed(added, saved)
         return
     if what:
         tool_file(workspace, what)  # an unknown tool is refused before anything is asked
@@ -107,7 +142,8 @@ def reset_command(what: str | None, everything: bool, yes: bool) -> None:
         click.echo(f"Nothing reset. ({again} resets without asking.)", err=True)
         sys.exit(1)
     if everything:
-        reset_all(workspace)
-        click.echo(f"Reset to the start of lesson {workspace.lesson}; `git log` has everything before.")
+        added, saved = reset_all(workspace)
+        say(f"Reset to the start of lesson {workspace.lesson}; `git log` has everything before.")
+        tell_removed(added, saved)
     else:
-        click.echo(f"{reset_tool(workspace, what)} is back as the lesson started it; your version is in `git log -p`.")
+        say(f"{reset_tool(workspace, what)} is back as the lesson started it; your version is in `git log -p`.")

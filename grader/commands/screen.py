@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from grader.course import kit
+from grader.course.conflicts import explained, unresolved
 from grader.course.progress import remember
 from grader.grading.grade import Grade
 from grader.grading.runner import SIDE_BROKEN, Outcome
@@ -101,11 +102,16 @@ def show(result: Grade, everything: bool = False, pending: bool = False, workspa
     """Draw the grade. `everything` opens every lesson and failure; `pending` says the earlier lessons are still
     being graded; `footer` (rich markup) goes just above the closing lines, which are always the last thing shown."""
     from rich.console import Console
+    from rich.text import Text
 
     console = console or Console(highlight=False)
     console.print(heading(f"Lesson {result.lesson}: {kit.lesson(result.lesson).title}", console.width, style="bold"))
     cause = root_cause(result)
-    if cause or missing_file(workspace, None):
+    conflicts = unresolved(workspace) if cause else []  # an unfinished merge is why, not the syntax error it causes
+    if conflicts:
+        console.print(Text.assemble(("✗ ", "red"), ("An unfinished merge, so no check can run:", "bold")))
+        paragraph(console, explained(workspace, conflicts, result.lesson)[0], 2)
+    elif cause or missing_file(workspace, None):
         _show_root_cause(console, result, cause or "", workspace)
     else:
         _show_lessons(console, result, everything, pending, remember(workspace, result.outcomes) if workspace else set())
@@ -123,6 +129,9 @@ def next_step(result: Grade, pending: bool = False, workspace: Path | None = Non
     gone = missing_file(workspace, cause)
     if gone:
         return f"[red]{count}[/]\nNext: bring back {_markup(gone)}: {_markup(restore_command(gone, workspace))}."
+    if cause and unresolved(workspace):
+        return (f"[red]{count}[/]\nNext: finish the merge as above; or undo the move to lesson {result.lesson} with "
+                f"{_markup(explained(workspace, unresolved(workspace), result.lesson)[1])}.")
     if cause and cause.startswith(SIDE_BROKEN):
         return (f"[red]{count}[/]\nNext: nothing to change in your code. Show this to your instructor; "
                 "`WORKSHOP_SANDBOX=process workshop check` grades without the sandbox meanwhile.")

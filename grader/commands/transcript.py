@@ -14,7 +14,6 @@ import click
 
 from grader.errors import WorkshopError
 from grader.transcripts.load import NotATranscript, load
-from grader.transcripts.page import render
 
 
 @click.command("transcript")
@@ -42,6 +41,8 @@ def write_page(files: list[Path], out: Path | None, labels: list[str] | None = N
         out = files[0].with_name("-vs-".join(file.stem for file in files) + ".html")
     if not out.resolve().parent.is_dir():
         raise WorkshopError(f"--html {out}: the folder {out.parent} does not exist; make it first, or write elsewhere")
+    from grader.transcripts.page import render  # here: Jinja2 costs every other command its import time
+
     out.write_text(render(runs), encoding="utf-8", errors="replace")
     return out
 

@@ -5,6 +5,8 @@ folders inside the package, under grader/kit/.
 """
 from __future__ import annotations
 
+import re
+
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -118,4 +120,7 @@ def parse_lesson_id(text: str) -> int:
     if number.isdigit() and int(number) < len(lessons()):
         return int(number)
     names = ", ".join(lesson.id for lesson in lessons())
+    meant = re.fullmatch(r"\s*lesson[\s_.:]*(\d+)\s*", text, flags=re.IGNORECASE)  # lesson1, Lesson_1, "lesson 1"
+    if meant and int(meant[1]) < len(lessons()):
+        raise UnknownLesson(f"there is no lesson {text!r}; did you mean lesson-{int(meant[1])}?")
     raise UnknownLesson(f"there is no lesson {text!r}; the lessons are {names}")

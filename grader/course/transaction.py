@@ -128,7 +128,23 @@ def _land(workspace: Path, copy: Path, before: dict[str, tuple[int, int]], start
         git.run(workspace, "fetch", "-q", "--no-tags", str(copy), "HEAD")
         try:
             git.run(workspace, "reset", "-q", "--hard", everything)
+            _remove_gone(workspace, before, everything)
             git.run(workspace, "reset", "-q", done)  # what the command left uncommitted is uncommitted again
         except git.GitProblem as problem:
             raise WorkspaceProblem(f"{problem}; the kit could not finish, but nothing is lost: every file is in commit "
                                    f"{everything[:12]} (`git reset --hard {everything[:12]}` puts them all back)") from None
+
+
+def _remove_gone(workspace: Path, before: dict[str, tuple[int, int]], everything: str) -> None:
+    """Delete the files the command removed in the copy: `reset --hard` leaves a file the workspace never tracked."""
+    kept = set(git.run(workspace, "ls-tree", "-r", "-z", "--name-only", everything).split("\0"))
+    for name in before:
+        if name.endswith("/") or name in kept:
+            continue
+        path = workspace / name
+        with contextlib.suppress(OSError):
+            path.unlink()
+            for folder in path.parents:  # the folders the removal emptied go too, up to the workspace
+                if folder == workspace or any(folder.iterdir()):
+                    break
+                folder.rmdir()

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         cwd = _directory(args.cwd)
         for option, path in (("--transcript", args.transcript), ("--record", args.record)):
             _writable(option, path)  # now, not after the run, when the file would be lost
-        model = _model(args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL, display)
+        model = _model(args.model or os.environ.get("ROVER_MODEL") or DEFAULT_MODEL, display, args.max_tokens)
     except Unusable as problem:
         print(f"rover: {problem}", file=sys.stderr)
         return 2
@@ -120,7 +120,7 @@ def _stash_changed() -> bool:
         return False
 
 
-def _model(name: str, display: Display) -> Model:
+def _model(name: str, display: Display, max_tokens: int | None = None) -> Model:
     if name.startswith("scripted:"):
         path = Path(name.removeprefix("scripted:"))
         if not path.is_file():
@@ -136,16 +136,17 @@ def _model(name: str, display: Display) -> Model:
         )
     from rover.live import AnthropicModel  # the SDK takes a second to load: only live runs pay for it
 
-    return AnthropicModel(name, on_retry=display.notice)
+    return AnthropicModel(name, on_retry=display.notice, **({"max_tokens": max_tokens} if max_tokens else {}))
 
 
 def _use_class_relay() -> bool:
-    """After `workshop join` to a class with a relay, the class token stands in for an API key."""
+    """After `workshop join`, the class token stands in for an API key: also when the class had no relay at the join
+    and was served again with one (a board without a relay refuses, saying so)."""
     try:
         joined = json.loads((WORKSPACE / ".git" / "workshop-class.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not (isinstance(joined, dict) and joined.get("relay") and joined.get("token") and joined.get("url")):
+    if not (isinstance(joined, dict) and joined.get("token") and joined.get("url")):
         return False
     os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"] = joined["url"], joined["token"]
     return True
@@ -171,12 +172,19 @@ def _turns(text: str) -> int:
     return int(text)
 
 
+def _tokens(text: str) -> int:
+    if not text.lstrip("+").isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"should be a whole number of tokens, 1 or more, not {text!r}")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m rover", description="Run Rover, a small coding agent.")
     parser.add_argument("task", help="what Rover should do, in plain words")
     parser.add_argument("--cwd", default=str(WORKSPACE / "stash"), help="the repo to work on (default: stash/ in this workspace)")
     parser.add_argument("--model", help=f"a model name, or scripted:FILE.json to replay a script (default: $ROVER_MODEL or {DEFAULT_MODEL})")
     parser.add_argument("--max-turns", type=_turns, default=30, help="stop after this many model calls (default 30)")
+    parser.add_argument("--max-tokens", type=_tokens, metavar="N", help="the most tokens one reply may use (default 8192)")
     parser.add_argument("--transcript", metavar="FILE", help="save every request, reply, tool call and diff as JSON, even when interrupted; "
                         "`workshop transcript FILE` draws it")
     parser.add_argument("--record", metavar="FILE", help="save the model's replies as a script that replays offline")

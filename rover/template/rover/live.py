@@ -53,6 +53,8 @@ def describe_failure(failure: Exception) -> str | None:
     """One line for the API failures a person can act on; None for anything else."""
     if isinstance(failure, anthropic.AuthenticationError):
         return "the API rejected the key (401): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)."
+    if isinstance(failure, anthropic.NotFoundError) and "without a relay" in _detail(failure):
+        return f"the class board answered: {_detail(failure)}"  # joined a class whose board relays no more
     if isinstance(failure, anthropic.NotFoundError):
         return f"the API does not know that model (404): {_detail(failure)}. Choose another with --model or ROVER_MODEL."
     if isinstance(failure, anthropic.APIConnectionError):
