@@ -113,6 +113,18 @@ def test_sys_exit_is_an_error_that_names_it(workspace):
     assert "sys.exit(3)" in outcome.message
 
 
+@pytest.mark.parametrize("returned, named", [("'     1\\tx'", "read returned str, expected ToolResult"),
+                                              ("{'text': 'x', 'is_error': False}", "read returned dict, expected ToolResult"),
+                                              ("ToolResult(None)", "read returned a ToolResult whose .text is NoneType")])
+def test_a_tool_that_returns_another_type_is_told_so_with_a_hint_about_that(workspace, returned, named):
+    root = workspace(1)
+    _break_read(root, f"from rover.tools.result import ToolResult\n\ndef run(cwd, path, offset=1, limit=None):\n    return {returned}\n")
+    outcomes = run_checks(root, _read_checks("read.numbered", "read.offset-limit"), jobs=1)
+    for outcome in outcomes:
+        assert outcome.status == "failed" and outcome.message.startswith(named), outcome
+        assert outcome.first_hint.startswith("Every tool's run() returns a ToolResult") and outcome.first_hint != outcome.check.hints[0]
+
+
 def test_os_exit_kills_only_its_check(workspace):
     root = workspace(1)
     _break_read(root, BROKEN_READ["os._exit"])

@@ -230,7 +230,7 @@ def _show_lesson(console, number: int, outcomes: list[Outcome], current: int, ev
 def _details(console, outcome: Outcome) -> None:
     status = {"error": "crashed: ", "timeout": "timed out: "}.get(outcome.status, "")
     paragraph(console, status + (outcome.message or "(no message)"), 6)
-    paragraph(console, outcome.check.hints[0], 6, label=("hint: ", "yellow"))
+    paragraph(console, outcome.first_hint, 6, label=("hint: ", "yellow"))
 
 
 def paragraph(console, text: str, indent: int, style: str = "", label: tuple[str, str] | None = None) -> None:

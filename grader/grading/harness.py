@@ -95,13 +95,14 @@ def _stdin_left_open():
 
 
 def result_data(name: str, result: Any) -> dict:
-    text, is_error = getattr(result, "text", None), getattr(result, "is_error", None)
-    if not hasattr(result, "text") and not hasattr(result, "is_error"):  # a str, a dict, None: not a result at all
-        raise Refused(f"{name} should return a ToolResult (with .text, a str, and .is_error, a bool), got a {type(result).__name__}: "
-                      f"{str(result)[:120]!r}")
+    missing = object()
+    text, is_error = getattr(result, "text", missing), getattr(result, "is_error", missing)
+    if text is missing or is_error is missing:  # a str, a dict, None: not a result at all, and said so by its type
+        raise Refused(f"{name} returned {type(result).__name__}, expected ToolResult (from rover.tools.result), "
+                      f"with .text (a str) and .is_error (a bool); got {str(result)[:120]!r}")
     if type(text) is not str or type(is_error) is not bool:
-        raise Refused(f"{name} should return a result with .text (a str) and .is_error (a bool), got "
-                      f".text of type {type(text).__name__} and .is_error of type {type(is_error).__name__}")
+        raise Refused(f"{name} returned a {type(result).__name__} whose .text is {type(text).__name__} and .is_error is "
+                      f"{type(is_error).__name__}, expected ToolResult with .text a str and .is_error a bool")
     if len(text) > MAX_TEXT:
         raise Refused(f"{name} returned {len(text):,} characters of text; the grader reads at most {MAX_TEXT:,}")
     return {"text": text, "is_error": is_error}

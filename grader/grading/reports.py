@@ -54,8 +54,8 @@ def write_junit(grade: Grade, path: Path, started: datetime | None = None) -> No
                                  time=_seconds(outcome.seconds))
             if not outcome.passed:
                 text = reason(outcome)
-                if outcome.check.hints:
-                    text += f"\n\nHint: {outcome.check.hints[0]}\n(more with `workshop hint {outcome.check.id}`)"
+                if outcome.first_hint:
+                    text += f"\n\nHint: {outcome.first_hint}\n(more with `workshop hint {outcome.check.id}`)"
                 element = ET.SubElement(case, "failure" if outcome.status == "failed" else "error",
                                         message=xml_safe(reason(outcome).splitlines()[0]),
                                         type=outcome.status)
@@ -117,7 +117,7 @@ def gradescope_results(grade: Grade, execution_time: float) -> dict:
 def _gradescope_test(outcome: Outcome, number: str, counts: bool) -> dict:
     check = outcome.check
     points = check.points if counts else 0
-    output = "" if outcome.passed else reason(outcome) + (f"\nHint: {check.hints[0]}" if check.hints else "")
+    output = "" if outcome.passed else reason(outcome) + (f"\nHint: {outcome.first_hint}" if outcome.first_hint else "")
     return {
         "name": f"lesson-{check.lesson} {check.id}: {check.title}" + ("" if counts else " (regression, 0 points)"),
         "number": number,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import threading
 import time
@@ -43,6 +44,9 @@ BUSY = "the machine was too busy to finish this check; run `workshop check` agai
 BACKGROUND = ("the code imported at the start kept working in the background ({}): code that runs when rover is "
               "imported must not start threads or processes; start them in a tool's run()")
 MACHINE_PHRASES = ("too busy", "the disk holding the run folder lost", LOST, OUT_OF_MEMORY)  # doubtful rows: class grade
+WRONG_TYPE = re.compile(r"^\w+ returned (a )?\w+[ ,].*expected ToolResult")  # grader.grading.harness.result_data's words
+TYPE_HINT = ("Every tool's run() returns a ToolResult (from rover.tools.result): `return ToolResult(text)`, or "
+             "`ToolResult(text, is_error=True)` for a failure; raise ToolError(message) to refuse a call.")
 HARNESS = "grader.grading.harness"  # the module whose answer() serves each request in the workers (the boundary runs it)
 LANES = 8  # checks mostly wait (on sleeps, subprocesses, clocks), and a forked worker costs ~5 ms: lanes are cheap
 
@@ -57,6 +61,14 @@ class Outcome:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+    @property
+    def first_hint(self) -> str:
+        """The hint shown beside the message: the check's first, unless the tool returned something that is not a
+        ToolResult at all; then every hint about what it should say is beside the point, and this one is not."""
+        if WRONG_TYPE.search(self.message):
+            return TYPE_HINT
+        return self.check.hints[0] if self.check.hints else ""
 
     @property
     def busy(self) -> bool:

@@ -77,7 +77,18 @@ def last_results_text(messages: list[dict]) -> str:
     """The text of the last message's blocks (tool results or plain text), joined."""
     last = messages[-1].get("content", "") if messages and isinstance(messages[-1], dict) else ""
     blocks = last if isinstance(last, list) else [{"type": "text", "text": last}]
-    return "\n".join(str(block.get("content", block.get("text", ""))) if isinstance(block, dict) else str(block) for block in blocks)
+    return "\n".join(block_text(block) for block in blocks)
+
+
+def block_text(block: object) -> str:
+    """A block's text as the model reads it. A tool_result's content may be a string or a list of text blocks
+    (`[{"type": "text", "text": ...}]`): the API takes both, so both are read."""
+    if not isinstance(block, dict):
+        return str(block)
+    body = block.get("content", block.get("text", ""))
+    if isinstance(body, list):
+        return "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in body)
+    return str(body)
 
 
 def _oversize(size: int) -> str:

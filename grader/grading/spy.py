@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.grading.verdict import AgentRun, expect, tool_results
+from grader.grading.verdict import AgentRun, expect, result_text, tool_results
 
 
 def untouched(run: AgentRun, model: Any, nonce: str) -> None:
@@ -20,6 +20,6 @@ def untouched(run: AgentRun, model: Any, nonce: str) -> None:
         asked = {block.get("id") for block in reply if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "touch"}
         messages = call.get("messages") or [{}]
         answered = tool_results(messages[-1:]) if isinstance(messages, list) else []
-        ran += sum(1 for block in answered if block.get("tool_use_id") in asked and (not block.get("is_error") or nonce in str(block.get("content"))))
+        ran += sum(1 for block in answered if block.get("tool_use_id") in asked and (not block.get("is_error") or nonce in result_text(block)))
     expect(ran <= len(run.spy_calls), tampered + f"the loop sent back {ran} result(s) of `touch`, but the grader's spy was told of "
                                       f"{len(run.spy_calls)} call(s)")

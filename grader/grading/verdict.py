@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.grading.scripted import block_text as result_text  # noqa: F401  (a tool_result's text, string or list of text blocks)
+
 MESSAGE_LIMIT = 700  # characters of a message in any report
 
 

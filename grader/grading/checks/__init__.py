@@ -9,9 +9,9 @@ import importlib
 import json
 from typing import Any, Callable
 
-from grader.grading.lab import AgentRun, CheckFailed, Lab, Raised, Result, StudentCrashed, excerpt, expect, tool_results
+from grader.grading.lab import AgentRun, CheckFailed, Lab, Raised, Result, StudentCrashed, excerpt, expect, result_text, tool_results
 
-__all__ = ["AgentRun", "CheckFailed", "Lab", "Raised", "Result", "REGISTRY", "StudentCrashed", "check", "excerpt", "expect", "load", "shown", "tool_results"]
+__all__ = ["AgentRun", "CheckFailed", "Lab", "Raised", "Result", "REGISTRY", "StudentCrashed", "check", "excerpt", "expect", "load", "result_text", "shown", "tool_results"]
 
 REGISTRY: dict[str, Callable[[Lab], None]] = {}
 

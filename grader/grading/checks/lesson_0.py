@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from grader.grading.checks import AgentRun, CheckFailed, Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import AgentRun, CheckFailed, Lab, check, excerpt, expect, result_text, tool_results
 
 WORDS = "rover stash feed parse date entry cache lumen harbor cedar ember fjord".split()
 
@@ -37,14 +37,6 @@ def results_sent(run: AgentRun, call: int) -> list[dict]:
     return [block for block in last["content"] if block.get("type") == "tool_result"]
 
 
-def content(block: dict) -> str:
-    """A tool_result's text, whether sent as a string or as a list of text blocks."""
-    body = block.get("content")
-    if isinstance(body, list):
-        return "\n".join(str(part.get("text", "")) for part in body if isinstance(part, dict))
-    return str(body)
-
-
 def new_id(rng: random.Random) -> str:
     return f"toolu_{rng.getrandbits(48):012x}"
 
@@ -66,7 +58,7 @@ def tool_result(lab: Lab) -> None:
     results = results_sent(run, 2)
     expect(len(results) == 1, f"one tool call should get one tool_result, got {len(results)}")
     expect(results[0].get("tool_use_id") == call_id, f"tool_use_id should be the call's id {call_id!r}, got {results[0].get('tool_use_id')!r}")
-    expect(name in content(results[0]), f"the result should carry ls's output ({name}), got {excerpt(results[0].get('content'))}")
+    expect(name in result_text(results[0]), f"the result should carry ls's output ({name}), got {excerpt(results[0].get('content'))}")
     expect(not results[0].get("is_error"), "a successful call should not be marked is_error")
 
 
@@ -82,7 +74,7 @@ def parallel_calls(lab: Lab) -> None:
     sent = [block.get("tool_use_id") for block in results]
     expect(sent == ids, f"all {len(ids)} calls should be answered in one message, in order: expected {ids}, got {sent}")
     for block, folder in zip(results, folders):
-        expect(f"in_{folder}.txt" in content(block), f"the tool_result for ls {folder} should carry its own output (in_{folder}.txt), got {excerpt(block.get('content'))}")
+        expect(f"in_{folder}.txt" in result_text(block), f"the tool_result for ls {folder} should carry its own output (in_{folder}.txt), got {excerpt(block.get('content'))}")
 
 
 @check("loop.history")
@@ -118,7 +110,7 @@ def errors_are_results(lab: Lab) -> None:
     expect(len(results) == 2, f"both calls need an answer, even failed ones; got {len(results)} tool_result(s)")
     flags = [bool(block.get("is_error")) for block in results]
     expect(flags == [True, True], f"an unknown tool and a missing directory should both come back with is_error true, got {flags}")
-    expect(tool in content(results[0]), f"the error should be execute()'s answer, which names the tool {tool!r}; got {excerpt(results[0].get('content'))}")
+    expect(tool in result_text(results[0]), f"the error should be execute()'s answer, which names the tool {tool!r}; got {excerpt(results[0].get('content'))}")
 
 
 @check("loop.max-tokens")
@@ -132,8 +124,8 @@ def max_tokens(lab: Lab) -> None:
     sent = [block.get("tool_use_id") for block in results]
     expect(sent == ids, f"each of the {len(ids)} cut-off calls still needs a tool_result with its id, in order: expected {ids}, got {sent}")
     flags = [bool(block.get("is_error")) for block in results]
-    expect(all(flags) and all(content(block).strip() for block in results),
-           f"each of those tool_results should be an error (is_error true) that tells the model its reply was cut off; got is_error {flags}, contents {excerpt([content(block) for block in results])}")
+    expect(all(flags) and all(result_text(block).strip() for block in results),
+           f"each of those tool_results should be an error (is_error true) that tells the model its reply was cut off; got is_error {flags}, contents {excerpt([result_text(block) for block in results])}")
 
 
 @check("loop.turn-limit")
@@ -150,5 +142,5 @@ def turn_limit(lab: Lab) -> None:
 @check("loop.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(0)
-    listing = " ".join(str(block.get("content")) for block in tool_results(run.messages))
+    listing = " ".join(result_text(block) for block in tool_results(run.messages))
     expect("stash/" in listing and "tests/" in listing, f"ls of the stash repo should show stash/ and tests/, got {excerpt(listing)}")

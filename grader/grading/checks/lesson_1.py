@@ -9,8 +9,9 @@ from __future__ import annotations
 import random
 import re
 
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.notices import expect_lines, expect_no_notice, expect_notice, numbered, split_notice
+from grader.grading.checks.notices import shown as shown_lines
 
 CAP_LINES, CAP_BYTES = 2000, 51_200
 WORDS = "stash feed entry parse date return none value items title link fetch cache error retry".split()
@@ -57,6 +58,11 @@ def offset_limit(lab: Lab) -> None:
     offset, limit = rng.randint(2, total - 6), rng.randint(2, 4)
     result = lab.ok("read", path=path, offset=offset, limit=limit)
     what = f"{path} ({total} lines) with offset={offset}, limit={limit}"
+    lines, _ = split_notice(result.text)
+    expect(lines[:1] == numbered(offset, [f"line {offset}"]),
+           f"{what}: the output should start at line {offset}, numbered {offset} (offset counts from 1); it starts "
+           + (excerpt(lines[0], 60) if lines else "with no lines at all"))
+    expect(len(lines) <= limit, f"{what}: limit={limit} asks for at most {limit} lines, got {shown_lines(lines)}")
     expect_lines(result, numbered(offset, [f"line {n}" for n in range(offset, offset + limit)]), what)
     expect_notice(result, offset, offset + limit - 1, total, False, what)
     end = lab.ok("read", path=path, offset=total - 1)
@@ -229,7 +235,7 @@ def bounded_memory(lab: Lab) -> None:
 @check("read.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(1)
-    read = [str(block.get("content")) for block in tool_results(run.messages) if "\tdef parse_date" in str(block.get("content"))]
+    read = [result_text(block) for block in tool_results(run.messages) if "\tdef parse_date" in result_text(block)]
     expect(read, "the scenario should read stash/extract.py and see parse_date")
     lines, found = split_notice(read[0])
     expect(lines[-1:] and lines[-1].startswith("    22\t") and not found and "[Showing" not in read[0],

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import random
 import re
+import shlex
 import signal
+import sys
 from pathlib import Path
 
-from grader.grading.checks import Lab, Result, check, excerpt, expect, tool_results
-from grader.grading.checks.notices import expect_spill, parse, tidy
+from grader.grading.checks import Lab, Result, check, excerpt, expect, result_text, tool_results
+from grader.grading.checks.notices import expect_notice_format, expect_spill, parse, tidy
 
 CAP_BYTES = 51_200
 WORDS = "alpha bravo cedar delta ember fjord gamma harbor indigo juniper kelp lumen".split()
@@ -60,6 +62,7 @@ def tail_lines(lab: Lab) -> None:
     output = parse(lab.ok("bash", command=f"seq 1 {total}"))
     kept = output.body.split("\n")
     try:
+        expect_notice_format(output, "2000-line")
         expect(kept == [str(n) for n in range(total - 1999, total + 1)],
                f"{total} lines of output should be cut to the LAST 2000 ({total - 1999}-{total}), got {len(kept)} lines, {excerpt(kept[0], 20)} to {excerpt(kept[-1], 20)}")
         expect_spill(lab, output, total - 1999, total, "2000-line", "".join(f"{n}\n" for n in range(1, total + 1)).encode())
@@ -74,12 +77,26 @@ def tail_bytes(lab: Lab) -> None:
     output = parse(lab.ok("bash", command=f"for i in $(seq 1 1000); do printf '%0{width - 1}d\\n' $i; done"))
     kept = output.body.split("\n")
     try:
+        expect_notice_format(output, "50.0KB")
         broken = next((line for line in kept if len(line) != width - 1), None)
         expect(len(kept) == keep and broken is None,
                f"1000 lines of {width} bytes under a 51,200-byte cap: expected the last {keep} whole lines, got {len(kept)}"
                + (f", one of them {len(broken)} characters long, not {width - 1}: {excerpt(broken, 20)}" if broken is not None else ""))
         expect(kept[0].lstrip("0") == str(1001 - keep) and kept[-1].lstrip("0") == "1000",
                f"the lines kept should be the last ones, {1001 - keep} to 1000; got {excerpt(kept[0].lstrip('0'), 20)} to {excerpt(kept[-1].lstrip('0'), 20)}")
+        expect_spill(lab, output, 1001 - keep, 1000, "50.0KB")
+    finally:
+        tidy(output, lab)
+    letter = random.choice(["é", "ж", "€", "語"])  # 2 or 3 bytes each: a cap that counts characters keeps about twice too much
+    rows = [f"{n:04d} {letter * 48}" for n in range(1, 1001)]
+    keep = CAP_BYTES // len(rows[0].encode() + b"\n")
+    output = parse(lab.ok("bash", command=f"for i in $(seq 1 1000); do printf '%04d {letter * 48}\\n' $i; done"))
+    kept = output.body.split("\n")
+    try:
+        expect_notice_format(output, "50.0KB")
+        expect(kept == rows[-keep:],
+               f"1000 lines of {len(rows[0].encode()) + 1} bytes ({len(rows[0]) + 1} characters: {letter!r} is {len(letter.encode())} bytes in UTF-8): "
+               f"the cap counts bytes, so the last {keep} lines fit in 51,200 bytes; got {len(kept)} lines ({len(output.body.encode()):,} bytes)")
         expect_spill(lab, output, 1001 - keep, 1000, "50.0KB")
     finally:
         tidy(output, lab)
@@ -96,10 +113,17 @@ def utf8_cut(lab: Lab) -> None:
     output = parse(lab.ok("bash", command=f"printf 'ab'; for i in $(seq 1 {count // 100}); do printf '{letter * 100}'; done; printf '{letter * (count % 100)}{ending}'"))
     tidy(output, lab)
     body = output.body
-    expect("\ufffd" not in body, f"the cut split a {width}-byte UTF-8 character ({letter!r}): the kept text starts {excerpt(body[:5])}")
-    size = len(body.encode())
-    expect(CAP_BYTES - 3 <= size <= CAP_BYTES and line.endswith(body),
-           f"one {len(line.encode()):,}-byte line of {letter!r}: expected its last 51,200 bytes, cut at a whole character ({CAP_BYTES - 3:,} to {CAP_BYTES:,} bytes), got {size:,} bytes: {excerpt(body[:20])}")
+    size, whole = len(body.encode()), len(line.encode())
+    what = f"one {whole:,}-byte line of {letter!r} (starting 'ab', ending {ending!r})"
+    expect(line.endswith(body.lstrip("\ufffd")),
+           f"{what}: a line longer than 50 KB keeps its END, its last 51,200 bytes at most; got "
+           + (f"the whole line ({size:,} bytes)" if size >= whole else
+              f"its head ({size:,} bytes from its start)" if body.startswith("ab") else f"{size:,} bytes that are not its end")
+           + f": {excerpt(body[:12])} to {excerpt(body[-12:])}")
+    expect("\ufffd" not in body, f"{what}: the cut split a {width}-byte UTF-8 character: the kept text starts {excerpt(body[:5])}; "
+                                 "skip the continuation bytes (byte & 0xC0 == 0x80) at the start of the cut")
+    expect(CAP_BYTES - 3 <= size <= CAP_BYTES,
+           f"{what}: expected its last 51,200 bytes, cut at a whole character ({CAP_BYTES - 3:,} to {CAP_BYTES:,} bytes), got {size:,} bytes: {excerpt(body[:20])}")
 
 
 @check("bash.undecodable")
@@ -108,6 +132,24 @@ def undecodable(lab: Lab) -> None:
     text = parse(lab.ok("bash", command=f"printf '{word} \\xff\\xfe end\\n'")).body
     expect(text.startswith(f"{word} ") and text.endswith(" end") and ("\ufffd" in text or "\\xff" in text),
            f"bytes that are not UTF-8 come back replaced (U+FFFD), the rest as printed: expected {word!r} + replaced bytes + ' end', got {excerpt(text)}")
+    letter = random.choice(["é", "ж", "€", "語", "🙂"])
+    raw = letter.encode()
+    text = parse(lab.ok("bash", command=_two_writes(f"{word} ".encode() + raw[:1], raw[1:] + b" end\n"))).body
+    expect(text == f"{word} {letter} end",
+           f"{letter!r} ({len(raw)} bytes in UTF-8) was printed in two writes, split after its first byte: expected it back whole, "
+           f"{word + ' ' + letter + ' end'!r}, got {excerpt(text)}; decode what is kept once, not each chunk on its own")
+
+
+def _two_writes(first: bytes, second: bytes) -> str:
+    """A command that writes `first`, waits until the tool has read all of it from the pipe (a second write before that
+    would reach the tool in the same chunk), then writes `second`."""
+    script = ("import fcntl, os, struct, sys, termios, time\n"
+              f"os.write(1, {first!r})\n"
+              "end = time.monotonic() + 5\n"
+              "while time.monotonic() < end and struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, bytes(4)))[0]:\n"
+              "    time.sleep(0.01)\n"
+              f"os.write(1, {second!r})\n")
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}"
 
 
 @check("bash.bash-not-sh")
@@ -152,7 +194,8 @@ def timeout_while_printing(lab: Lab) -> None:
 
 @check("bash.kills-group")
 def kills_group(lab: Lab) -> None:
-    result = lab.error("bash", command="sh -c 'echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=1)
+    # the child ignores SIGTERM (as some servers do), and exec keeps that: only SIGKILL ends it
+    result = lab.error("bash", command="sh -c 'trap \"\" TERM; echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=1)
     expect((lab.tmp / "child.pid").is_file(), f"the command never ran (it writes child.pid first); bash said {excerpt(result.text)}")
     pid = int(lab.files.read_text("child.pid"))  # the pid as the sandbox numbers it: the Lab looks it up
     try:
@@ -160,7 +203,8 @@ def kills_group(lab: Lab) -> None:
     finally:
         if lab.running(pid):
             lab.kill(pid)
-    expect(not alive, "after a timeout, a child of the command (pid in child.pid) was still running 2 s later; expected the whole process group ended")
+    expect(not alive, "after a timeout, a child of the command (pid in child.pid, a process that ignores SIGTERM) was still running 2 s later; "
+                      "expected the whole process group killed: os.killpg(process.pid, signal.SIGKILL)")
 
 
 @check("bash.background")
@@ -183,6 +227,7 @@ def drain_after_exit(lab: Lab) -> None:
         output = parse(lab.ok("bash", command=f"sleep 0.2; printf '%s\\n' $(seq 1 {total}); echo {token}"))
         kept = output.body.split("\n")
         try:
+            expect_notice_format(output, "2000-line")
             expect(kept[-1:] == [token] and len(kept) == 2000,
                    f"bash printed {total} lines and {token!r} just before it exited: expected the last 2000 lines, ending {token!r}; "
                    f"got {len(kept)} lines ending {excerpt(kept[-1], 40)}")
@@ -193,13 +238,13 @@ def drain_after_exit(lab: Lab) -> None:
 
 @check("bash.signal")
 def killed_by_signal(lab: Lab) -> None:
-    number = random.choice([signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1])
-    result = lab.error("bash", command=f"echo before; kill -{int(number)} $$")
-    output = parse(result)
-    found = output.find("Command was killed")
-    want = f"Command was killed by signal {int(number)} ({number.name})"
-    expect(found and found.group(1, 2) == (str(int(number)), number.name), f"expected the result to end with {want!r}, got {excerpt(result.text[-100:])}")
-    expect("before" in output.body, f"what the command printed before it was killed should come back, got {excerpt(result.text)}")
+    for number in (signal.SIGKILL, signal.SIGTERM, random.choice([signal.SIGHUP, signal.SIGUSR1])):  # a name fixed to SIGKILL fails the second
+        result = lab.error("bash", command=f"echo before; kill -{int(number)} $$")
+        output = parse(result)
+        found = output.find("Command was killed")
+        want = f"Command was killed by signal {int(number)} ({number.name})"
+        expect(found and found.group(1, 2) == (str(int(number)), number.name), f"expected the result to end with {want!r}, got {excerpt(result.text[-100:])}")
+        expect("before" in output.body, f"what the command printed before it was killed should come back, got {excerpt(result.text)}")
 
 
 @check("bash.missing-cwd")
@@ -239,7 +284,7 @@ def bounded_memory(lab: Lab) -> None:
 @check("bash.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(2)
-    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content")) or "failed" in str(block.get("content"))]
+    runs = [result_text(block) for block in tool_results(run.messages) if "passed" in result_text(block) or "failed" in result_text(block)]
     expect(runs and "2 failed" in runs[-1], f"running stash's suite should report '2 failed', got {excerpt(runs[-1][-300:] if runs else '(no test run)')}")
 
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import random
 import re
+from itertools import permutations
 
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.disk import HUNK, DirectoryEvents, apply_diff, count, leftovers, lines_of, numbers
 
 DIRECTORY_WORD = re.compile(r"\b(directory|directories|folder|folders|dir)\b", re.IGNORECASE)
 READ_WORD = re.compile(r"\b(re-?)?read", re.IGNORECASE)
 ORDINALS = ("zeroth", "first", "second", "third", "fourth", "fifth")
+ORDER = ("the earlier of the two", "the later", "a third edit elsewhere")  # the overlap check's pairs, as a message names them
 
 
 def unchanged(lab: Lab, name: str, before: bytes, why: str) -> None:
@@ -99,13 +101,14 @@ def not_found(lab: Lab) -> None:
     text = refused(lab, name, (first.replace(" = ", "  = "), "x = None"))
     unchanged(lab, name, before, "when oldText is not found")
     expect(READ_WORD.search(text), f"the error should tell the model to read the file again and copy the text from it, got {excerpt(text)}")
-    pairs = [(second, second + "  # kept"), (third, third + "  # kept")]
-    missing = rng.randint(1, 3)
-    pairs.insert(missing - 1, (first.replace("'", '"'), "x = None"))
-    text = refused(lab, name, *pairs)
-    names_edit(text, missing, f"edit {missing} of 3 is not in the file")
-    unchanged(lab, name, before, "when one of three edits is not found")
-    expect(not edit(lab, name, (first, "x = None")).is_error, "the same edit copied exactly from the file should apply")
+    for missing in (1, 2, 3):  # every place: a count from 0 names edit 3 as "2 of 3", which holds a 3 all the same
+        pairs = [(second, second + "  # kept"), (third, third + "  # kept")]
+        pairs.insert(missing - 1, (first.replace("'", '"'), "x = None"))
+        text = refused(lab, name, *pairs)
+        names_edit(text, missing, f"edit {missing} of 3 is not in the file")
+        unchanged(lab, name, before, "when one of three edits is not found")
+    result = edit(lab, name, (first, "x = None"))
+    expect(not result.is_error, f"the same edit copied exactly from the file should apply, got the error {excerpt(result.text)}")
 
 
 @check("edit.multiple-matches")
@@ -143,18 +146,22 @@ def overlap(lab: Lab) -> None:
     line, other, text, cut = lines[2], lines[4], before.decode(), rng.choice(cuts)
     for first, second, kind in ((line[:cut + 1], line[cut:], "share one character"), (line, line[1:-1], "nest one in the other")):
         pairs = [(first, "a = None"), (second, "b = None"), (other, other + "  # kept")]
-        order = rng.sample(range(3), 3)
-        text = refused(lab, name, *(pairs[n] for n in order))
-        numbered = [order.index(0) + 1, order.index(1) + 1]
-        expect(all(names(text, n) or old[:40] in text for n, old in zip(numbered, (first, second))),
-               f"edits {numbered[0]} and {numbered[1]} {kind}: the error should name both (by number, or by their text), got {excerpt(text)}")
-        unchanged(lab, name, before, f"when two edits {kind}")
-    pairs = [(line[cut:], "B"), (line[:cut], "A")]
-    result = edit(lab, name, *pairs)
-    expect(not result.is_error, f"edits that only touch (one ends where the next starts) do not overlap and should apply, got {excerpt(result.text)}")
-    expected = before.decode().replace(line, "AB")
-    after = lab.files.read_text(name)
-    expect(after == expected, f"both touching edits should apply: expected {excerpt(expected)}, found {excerpt(after)}")
+        for order in permutations(range(3)):  # every order: a check of neighbours only, or of one direction, misses some
+            result = edit(lab, name, *(pairs[n] for n in order))
+            numbered = [order.index(0) + 1, order.index(1) + 1]
+            what = f"edits {numbered[0]} and {numbered[1]} {kind} (sent in the order {', '.join(ORDER[n] for n in order)})"
+            expect(result.is_error, f"{what}: the call should be refused, but it applied: {excerpt(result.text)}")
+            expect(all(names(result.text, n) or old[:40] in result.text for n, old in zip(numbered, (first, second))),
+                   f"{what}: the error should name both (by number, or by their text), got {excerpt(result.text)}")
+            unchanged(lab, name, before, f"when two edits {kind}")
+    for pairs in ([(line[cut:], "B"), (line[:cut], "A")], [(line[:cut], "A"), (line[cut:], "B")]):
+        lab.file(name, before)
+        result = edit(lab, name, *pairs)
+        expect(not result.is_error, f"edits that only touch (one ends where the next starts) do not overlap and should apply, "
+                                    f"in either order; got {excerpt(result.text)}")
+        expected = before.decode().replace(line, "AB")
+        after = lab.files.read_text(name)
+        expect(after == expected, f"both touching edits should apply: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
 @check("edit.all-or-nothing")
@@ -188,17 +195,18 @@ def original_file(lab: Lab) -> None:
 def refuse_empty_and_noop(lab: Lab) -> None:
     rng = random.Random()
     name, lines, before = file_of(lab, rng, 6)
-    expect(not edit(lab, name, (lines[3], lines[3] + "  # ok")).is_error, "a real edit should apply")
+    result = edit(lab, name, (lines[3], lines[3] + "  # ok"))
+    expect(not result.is_error, f"a real edit should apply, got the error {excerpt(result.text)}")
     before = lab.files.read_bytes(name)
     refused(lab, name, ("", "x = None\n"))
     unchanged(lab, name, before, "after an edit with an empty oldText")
     for bad, kind in (((lines[1], lines[1]), "changes nothing (newText equals oldText)"), (("", "x = None\n"), "has an empty oldText")):
-        pairs = [(lines[0], "a = None"), (lines[2], "b = None")]
-        number = rng.randint(1, 3)
-        pairs.insert(number - 1, bad)
-        text = refused(lab, name, *pairs)
-        names_edit(text, number, f"edit {number} of 3 {kind}, beside real edits, and is refused on its own")
-        unchanged(lab, name, before, f"when edit {number} {kind}")
+        for number in (1, 2, 3):  # every place, so a count from 0 is caught whatever else the message says
+            pairs = [(lines[0], "a = None"), (lines[2], "b = None")]
+            pairs.insert(number - 1, bad)
+            text = refused(lab, name, *pairs)
+            names_edit(text, number, f"edit {number} of 3 {kind}, beside real edits, and is refused on its own")
+            unchanged(lab, name, before, f"when edit {number} {kind}")
     lab.file("empty.py", "")
     refused(lab, "empty.py", ("", "x = None\n"))  # "" is all an empty file holds: still empty, still refused
     found = lab.files.read_bytes("empty.py")
@@ -266,7 +274,8 @@ def atomic(lab: Lab) -> None:
 def read_only(lab: Lab) -> None:
     rng = random.Random()
     name, lines, _ = file_of(lab, rng, 4)
-    expect(not edit(lab, name, (lines[0], "a = None")).is_error, "an edit of a writable file should apply")
+    result = edit(lab, name, (lines[0], "a = None"))
+    expect(not result.is_error, f"an edit of a writable file should apply, got the error {excerpt(result.text)}")
     mode = rng.choice([0o444, 0o440, 0o400, 0o555])
     before = lab.files.read_bytes(name)
     lab.files.chmod(name, mode)
@@ -284,7 +293,8 @@ def read_only(lab: Lab) -> None:
 def directory(lab: Lab) -> None:
     rng = random.Random()
     name, lines, _ = file_of(lab, rng, 3)
-    expect(not edit(lab, name, (lines[0], "a = None")).is_error, "an edit of a file should apply")
+    result = edit(lab, name, (lines[0], "a = None"))
+    expect(not result.is_error, f"an edit of a file should apply, got the error {excerpt(result.text)}")
     folder = rng.choice(lines[1:]).split(" ")[0]
     lab.files.mkdir(folder)
     lab.file(f"{folder}/inside.py", "a = 1\n")
@@ -301,5 +311,5 @@ def stash_scenario(lab: Lab) -> None:
     fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('        "%a, %d %b %Y %H:%M:%S %z",\n' in fixed and fixed.count("\n") == 27,
            f"after the scenario, parse_date should list the offset-aware formats first, got {excerpt(fixed[200:520])}")
-    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]
+    runs = [result_text(block) for block in tool_results(run.messages) if "passed" in result_text(block)]
     expect(runs and "1 failed, 1 passed" in runs[-1], "stash's suite should end at '1 failed, 1 passed' after the fix")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from grader.grading.checks import Lab, check, excerpt, expect, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.disk import WORDS, DirectoryEvents, leftovers, numbers
 from grader.grading.checks.lesson_3 import DIRECTORY_WORD
 
@@ -213,7 +213,7 @@ def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(4)
     created = run.cwd / "tests/test_plain_text.py"
     expect(lab.files.is_file(created), "the scenario should create stash's tests/test_plain_text.py")
-    results = [str(block.get("content")) for block in tool_results(run.messages)]
+    results = [result_text(block) for block in tool_results(run.messages)]
     size = len(lab.files.read_bytes(created))
     expect(size in numbers(results[0]), f"write should report the {size} bytes written, got {excerpt(results[0])}")
     expect("1 passed" in results[-1], f"the new test should pass, got {excerpt(results[-1][-200:])}")

@@ -115,6 +115,20 @@ def expect_spill(lab: Lab, output: Output, first: int, last: int, limit: str, wh
         _remove_spill(lab, path)
 
 
+def expect_notice_format(output: Output, limit: str) -> None:
+    """Output that was cut ends with the tail notice in its fixed format, naming `limit`: judged before the lines kept,
+    so that a notice written another way is named as that, not counted as one more line of output."""
+    want = f"[Showing lines A-B of T ({limit} limit). Full output: PATH]"
+    found = output.find("[Showing")
+    if found:
+        expect(found.group(4) == limit, f"the tail notice should name the cap that cut the output, {want}, got {found.group(0)}")
+        return
+    last = output.body.rsplit("\n", 1)[-1]
+    stray = re.search(r"showing|full output|limit", last, re.IGNORECASE)
+    expect(False, f"output that was cut should end with the tail notice, on a line of its own, in its fixed format {want}; got "
+                  + (f"{excerpt(last, 160)}, which is not that format" if stray else f"no notice: {excerpt(output.body[-120:])}"))
+
+
 def tidy(output: Output, lab: Lab) -> None:
     """Remove a spill file the check does not need (only from the check's own folders, never through a link)."""
     _remove_spill(lab, output.spill())

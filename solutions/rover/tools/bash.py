@@ -12,11 +12,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections import deque
 from pathlib import Path
 
 from rover.tools.limits import MAX_BYTES, MAX_LINES, format_size
 from rover.tools.result import ToolError, ToolResult
+from rover.tools.tail import Tail
 
 NAME = "bash"
 DEFAULT_TIMEOUT = 120
@@ -36,50 +36,6 @@ INPUT_SCHEMA = {
     "required": ["command"],
     "additionalProperties": False,
 }
-
-
-class Tail:
-    """The last MAX_LINES lines within MAX_BYTES of a stream, in constant memory."""
-
-    def __init__(self) -> None:
-        self.lines: deque[bytes] = deque()
-        self.size = 0
-        self.total = 0  # every line seen, kept or not
-        self.truncated = False
-        self.partial = b""
-
-    def feed(self, chunk: bytes) -> None:
-        *complete, self.partial = (self.partial + chunk).split(b"\n")
-        if len(self.partial) > MAX_BYTES:  # a line with no end in sight keeps only its tail
-            self.partial, self.truncated = _last_bytes(self.partial), True
-        if len(complete) > MAX_LINES:  # only the last MAX_LINES of a big chunk can survive anyway
-            self.total += len(complete) - MAX_LINES
-            self.truncated = True
-            complete = complete[-MAX_LINES:]
-        for line in complete:
-            self._keep(line + b"\n")
-
-    def close(self) -> None:
-        if self.partial:
-            self._keep(self.partial)
-            self.partial = b""
-
-    def _keep(self, line: bytes) -> None:
-        self.total += 1
-        if len(line) > MAX_BYTES:
-            line, self.truncated = _last_bytes(line), True
-        self.lines.append(line)
-        self.size += len(line)
-        while len(self.lines) > MAX_LINES or (self.size > MAX_BYTES and len(self.lines) > 1):
-            self.truncated = True
-            self.size -= len(self.lines.popleft())
-
-    def limit(self) -> str:
-        """Which cap shaped what is kept, as the notice names it."""
-        return f"{MAX_LINES}-line" if len(self.lines) >= MAX_LINES else format_size(MAX_BYTES)
-
-    def text(self) -> str:
-        return b"".join(self.lines).decode("utf-8", "replace").rstrip("\n")
 
 
 def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
@@ -103,8 +59,7 @@ def run(cwd: Path, command: str, timeout: float = DEFAULT_TIMEOUT) -> ToolResult
     tail.close()
     text = tail.text() or "(no output)"
     if tail.truncated:
-        first = tail.total - len(tail.lines) + 1
-        text += f"\n\n[Showing lines {first}-{tail.total} of {tail.total} ({tail.limit()} limit). Full output: {spill.name}]"
+        text += f"\n\n{tail.notice(spill.name)}"
     else:
         os.unlink(spill.name)
     if timed_out:
@@ -159,12 +114,3 @@ def _drain(stream, tail: Tail, spill) -> None:
     while time.monotonic() < stop and select.select([stream], [], [], 0)[0]:
         if not _read_some(stream, tail, spill, 0):
             return
-
-
-def _last_bytes(data: bytes) -> bytes:
-    """The last MAX_BYTES of `data`, starting on a whole UTF-8 character (never a continuation byte)."""
-    kept = data[-MAX_BYTES:]
-    for start in range(min(4, len(kept))):
-        if kept[start] & 0xC0 != 0x80:
-            return kept[start:]
-    return kept
