@@ -5,7 +5,7 @@ import random
 import re
 import string
 
-from grader.grading.checks import Lab, check, excerpt, expect, shown, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, result_text, shown, tool_results
 from grader.grading.checks.searching import (MATCH, SEARCH, counting_rg, fallback, found, grader_rg, layout, matches, places,
                                              spy_rg, token, tree)
 
@@ -233,7 +233,7 @@ def bounded(lab: Lab) -> None:
 @check("search.stash-scenario")
 def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(5)
-    results = [str(block.get("content")) for block in tool_results(run.messages)]
+    results = [result_text(block) for block in tool_results(run.messages)]
     expect(any(line.startswith("stash/feeds.py:25: ") and "strip_html" in line for text in results for line in text.splitlines()),
            "searching for strip_html should answer 'stash/feeds.py:25: ...' (path:line: text)")
     feeds = lab.files.read_text(run.cwd / "stash/feeds.py")

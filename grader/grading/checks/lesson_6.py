@@ -9,7 +9,7 @@ import sys
 from typing import Iterator
 
 from grader.course import kit
-from grader.grading.checks import Lab, check, excerpt, expect, shown, tool_results
+from grader.grading.checks import Lab, check, excerpt, expect, result_text, shown, tool_results
 from grader.grading.checks.commands import DISGUISES, GLUED, GLUED_NEVER, OPEN, RULES
 from grader.grading.checks.probe import HERE as PROBE
 from grader.boundary.runfolder import remove_tree
@@ -293,7 +293,7 @@ def stash_scenario(lab: Lab) -> None:
     blocks = tool_results(run.messages)
     expect(len(blocks) == 3, f"the scenario makes three bash calls, got {len(blocks)} results")
     listed, denied, asked = blocks
-    expect(not listed.get("is_error") and "test_feeds.py" in str(listed.get("content")), f"`ls tests` is allowed and should list them, got {excerpt(listed.get('content'))}")
-    expect(denied.get("is_error") and "rm -rf" in str(denied.get("content")), f"`rm -rf` should be denied, naming the rule, got {excerpt(denied.get('content'))}")
+    expect(not listed.get("is_error") and "test_feeds.py" in result_text(listed), f"`ls tests` is allowed and should list them, got {excerpt(result_text(listed))}")
+    expect(denied.get("is_error") and "rm -rf" in result_text(denied), f"`rm -rf` should be denied, naming the rule, got {excerpt(result_text(denied))}")
     expect(lab.files.is_dir(run.cwd / "tests/fixtures"), "the denied rm -rf must not have run")
-    expect("2 failed" in str(asked.get("content")), f"the asked test run, answered yes, should run and show '2 failed', got {excerpt(str(asked.get('content'))[-200:])}")
+    expect("2 failed" in result_text(asked), f"the asked test run, answered yes, should run and show '2 failed', got {excerpt(str(asked.get('content'))[-200:])}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import random
 
-from grader.grading.checks import CheckFailed, Lab, check, expect, shown, tool_results
+from grader.grading.checks import CheckFailed, Lab, check, expect, result_text, shown, tool_results
 from grader.grading.checks.probe import HERE as PROBE
 
 SEAM = ("rover.tools.repair", "prepare_arguments")
@@ -239,5 +239,5 @@ def stash_scenario(lab: Lab) -> None:
     fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('        "%a, %d %b %Y %H:%M:%S %z",\n' in fixed,
            f"after the scenario (filePath and a stringified edits), parse_date should list the offset-aware formats, got {shown(fixed[200:520])}")
-    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]
+    runs = [result_text(block) for block in tool_results(run.messages) if "passed" in result_text(block)]
     expect(runs and "1 failed, 1 passed" in runs[-1], "stash's suite should end at '1 failed, 1 passed' after the fix")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import random
 
-from grader.grading.checks import CheckFailed, Lab, check, excerpt, expect, shown, tool_results
+from grader.grading.checks import CheckFailed, Lab, check, excerpt, expect, result_text, shown, tool_results
 from grader.grading.checks.probe import HERE as PROBE
 from grader.grading.checks.lesson_0 import done, say, turn, use
 
@@ -271,11 +271,11 @@ def loop_trims(lab: Lab) -> None:
     last = run.calls[-1]["messages"]
     sent = tool_results(last)
     expect(len(sent) == len(reads), f"the last call should still carry all {len(reads)} tool results (some as stubs), got {len(sent)}")
-    first = str(sent[0].get("content"))
+    first = result_text(sent[0])
     expect(len(first) <= 400 and reads[0] in first,
            f"by the last turn the conversation is far over the budget: the first read's result should be sent as a one-line stub naming {reads[0]}; "
            f"your loop sent {excerpt(first, 120)}")
-    expect(str(sent[-1].get("content")).count("\n") >= 700, "the latest read's result should be sent whole")
+    expect(result_text(sent[-1]).count("\n") >= 700, "the latest read's result should be sent whole")
     expect(tokens(last) <= BUDGET * SLACK, f"the last call sent about {tokens(last):,} tokens; with BUDGET = {BUDGET:,} it should stay under that")
 
 
@@ -287,5 +287,5 @@ def stash_scenario(lab: Lab) -> None:
            f"the long session should stay under BUDGET ({BUDGET:,} tokens) on every turn; its largest request was about {largest:,}")
     fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('"%a, %d %b %Y %H:%M:%S %z"' in fixed, "by its end the session fixes parse_date")
-    runs = [str(block.get("content")) for block in tool_results(run.messages) if "passed" in str(block.get("content"))]
+    runs = [result_text(block) for block in tool_results(run.messages) if "passed" in result_text(block)]
     expect(runs and "1 failed, 1 passed" in runs[-1], "stash's suite should end at '1 failed, 1 passed' after the fix")
