@@ -8,7 +8,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from grader.boundary.backends.linux_proc import child_pids, held_memory, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
+from grader.boundary.backends.linux_proc import child_pids, held_memory, held_memory_ceiling, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
 
 
 def _psutil():
@@ -125,24 +125,39 @@ def usage(procs: list) -> Usage:
     return Usage(cpu, memory, count)
 
 
-def code_memory(procs: list, root: int) -> int:
+def cpu(procs: list) -> float:
+    """CPU seconds of these processes together (user + system, children they reaped included): usage() without the
+    memory, which costs a walk of every mapping of every process."""
+    psutil, total = _psutil(), 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system + getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
+    return total
+
+
+def code_memory(procs: list, root: int, ceiling: bool = False) -> int:
     """The memory the student's Python code holds across these processes: the root's anonymous memory, plus what
     each Python process it forked (or started) holds of its own (USS: a fork shares the root's pages until it
     writes them, so a fork about to exec another program counts next to nothing). Other programs (bash, rg) are
-    not the code's own memory; the tree's limit bounds them."""
+    not the code's own memory; the tree's limit bounds them. `ceiling`: a cheap figure never below that one (Linux;
+    elsewhere the figure itself), for a sampler to skip the exact reading while it cannot raise the peak."""
     psutil = _psutil()
+    read = held_memory_ceiling if ceiling else held_memory
     total, python, mine = 0, None, None
     for proc in sorted(procs, key=lambda proc: proc.pid != root):  # the root first: its program is the Python one
         try:
             if proc.pid == root:
                 resident = proc.memory_info()
-                held = held_memory(proc.pid)  # shared anonymous memory (a MAP_SHARED buffer) is the code's too
+                held = read(proc.pid)  # shared anonymous memory (a MAP_SHARED buffer) is the code's too
                 total += resident.rss - getattr(resident, "shared", 0) if held is None else held
                 python, mine = proc.exe(), (resident.rss, resident.vms)
             elif proc.exe() == python:
                 resident = proc.memory_info()
                 if (resident.rss, resident.vms) != mine:  # the same figures: a vfork child on the root's own memory
-                    held = held_memory(proc.pid)  # its share of what it holds with the root (PSS): the sum stays the truth
+                    held = read(proc.pid)  # its share of what it holds with the root (PSS): the sum stays the truth
                     total += proc.memory_full_info().uss if held is None else held
         except (psutil.Error, OSError):
             continue

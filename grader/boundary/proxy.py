@@ -33,7 +33,7 @@ from grader.boundary import starting
 from grader.boundary.backends.linux_proc import oom_kills, open_deleted
 from grader.boundary.clocks import CheckTimeout, Clock, MemoryExceeded
 from grader.boundary.crash import crash_site, dump_stack as _dump_stack
-from grader.boundary.processes import children, exit_story, kill_tree, name, process, runnable, running, tree
+from grader.boundary.processes import children, cpu, exit_story, kill_tree, name, process, runnable, running, tree
 from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
 from grader.boundary.worker import UP
 
@@ -267,7 +267,7 @@ class Worker:
         return Clock(budget, self.tree, own=(self.keeper, self.pid), side=self._side_cpu).begin()
 
     def _side_cpu(self) -> float:
-        return self.zygote.boundary.usage().cpu
+        return cpu(self.zygote.boundary.processes())
 
     def tree(self, below: bool = False) -> list:
         """The keeper and every process below it (daemons it took in included); `below`: without the keeper."""
