@@ -10,28 +10,25 @@ import os
 def held_memory(pid: int) -> int | None:
     """Linux: anonymous and shared-anonymous memory (bytes), from /proc/PID/smaps_rollup (Pss_Anon + Pss_Shmem) or,
     on an older kernel, /proc/PID/status (RssAnon + RssShmem); None elsewhere."""
-    for name, keys in (("smaps_rollup", ("Pss_Anon:", "Pss_Shmem:")), ("status", ("RssAnon:", "RssShmem:"))):
-        try:
-            with open(f"/proc/{pid}/{name}", "rb") as source:
-                text = source.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        found = [int(line.split()[1]) << 10 for line in text.splitlines() if line.startswith(keys)]
-        if len(found) == 2:
-            return sum(found)
-    return None
+    found = _kib_sum(pid, "smaps_rollup", ("Pss_Anon:", "Pss_Shmem:"))
+    return found if found is not None else held_memory_ceiling(pid)
 
 
 def held_memory_ceiling(pid: int) -> int | None:
     """Linux: a cheap bound from above on held_memory (RssAnon + RssShmem from /proc/PID/status: a kernel counter,
     about a tenth of the cost of smaps_rollup's walk of every mapping; a page's proportional share is never more
     than the page); None elsewhere."""
+    return _kib_sum(pid, "status", ("RssAnon:", "RssShmem:"))
+
+
+def _kib_sum(pid: int, name: str, keys: tuple[str, str]) -> int | None:
+    """The two `keys` lines of /proc/PID/NAME (figures in kB) added up, in bytes; None if either is missing."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as source:
+        with open(f"/proc/{pid}/{name}", "rb") as source:
             text = source.read().decode("ascii", "replace")
     except OSError:
         return None
-    found = [int(line.split()[1]) << 10 for line in text.splitlines() if line.startswith(("RssAnon:", "RssShmem:"))]
+    found = [int(line.split()[1]) << 10 for line in text.splitlines() if line.startswith(keys)]
     return sum(found) if len(found) == 2 else None
 
 
