@@ -242,3 +242,19 @@ def test_memory_is_the_call_s_own_not_the_imports(workspace):
     memory = [check for check in (*kit.lesson(1).checks, *kit.lesson(2).checks) if check.id.endswith("bounded-memory")]
     outcomes = run_checks(root, memory)
     assert [outcome.status for outcome in outcomes] == ["passed", "passed"], [outcome.message for outcome in outcomes]
+
+
+def test_a_grader_started_with_hangup_ignored_gives_the_code_default_signals(workspace):
+    """Under `nohup` (or a runner that ignores SIGHUP) the ignored signal was inherited by the student's commands: the
+    reference bash tool then 'succeeded' on `kill -1 $$`. The side starts with the usual signals at their default."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    root = workspace(2, solved=True)
+    for _ in range(3):  # bash.signal draws HUP or USR1 each run
+        done = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json"], cwd=root, capture_output=True,
+                              text=True, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+        said = {check["id"]: check for check in json.loads(done.stdout)["checks"]}
+        assert said["bash.signal"]["status"] == "passed", said["bash.signal"]["message"]
