@@ -7,7 +7,6 @@ vary per run, and every spill file a check is shown is removed again.
 from __future__ import annotations
 
 import random
-import re
 import shlex
 import signal
 import sys
@@ -172,15 +171,16 @@ def stdin_closed(lab: Lab) -> None:
 
 @check("bash.timeout")
 def timeout(lab: Lab) -> None:
-    result, took = lab.timed("bash", command="echo waiting; sleep 30", timeout=1)
+    result, took = lab.timed("bash", command="echo waiting; sleep 30", timeout=1.5)  # not whole: N is the timeout given
     expect(result.is_error, f"a command past its timeout should be an is_error result, got {excerpt(result.text)}")
     output = parse(result)
     found = output.find("Command timed out")
-    expect(found and float(found.group(1)) == 1, f"the result should end with 'Command timed out after 1 seconds', got {excerpt(result.text[-100:])}")
+    expect(found and float(found.group(1)) == 1.5, f"with timeout=1.5 the result should end with 'Command timed out after 1.5 seconds', "
+                                                   f"got {excerpt(result.text[-100:])}")
     if "waiting" not in output.body:
         took.excuse(1)  # held back a second by the machine, bash may never have had a CPU to print on before its timeout
     expect("waiting" in output.body, f"output printed before the timeout should still come back, got {excerpt(result.text)}")
-    expect(not took.late(5), f"a 1-second timeout should return in about a second, it took {took.wall:.1f} s")
+    expect(not took.late(5.5), f"a 1.5-second timeout should return in about 1.5 s, it took {took.wall:.1f} s")
 
 
 @check("bash.timeout-while-printing")
@@ -256,8 +256,8 @@ def missing_cwd(lab: Lab) -> None:
     finally:
         moved.rename(lab.tmp)
     text = result.text
-    expect(result.is_error and (str(lab.tmp) in text or re.search(r"director|folder", text, re.IGNORECASE)),
-           f"a working directory that does not exist should be an is_error result that names it ({lab.tmp}), got {excerpt(text)}")
+    expect(result.is_error, f"a working directory that does not exist should be an is_error result, got {excerpt(text)}")
+    expect(lab.tmp.name in text, f"the error should name the missing directory ({lab.tmp}), got {excerpt(text)}")
     left = _temp_files(lab)
     expect(not left, f"a command that could not start should leave no spill file; found {', '.join(path.name for path in left)} in the temp folder")
 
