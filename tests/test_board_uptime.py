@@ -83,8 +83,9 @@ def test_1100_half_open_connections_at_a_1024_file_limit_leave_the_board_reachab
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=at_1024)
     crowd: list[socket.socket] = []
     try:
-        base, token = server.stdout.readline().split()[2].split("/?token=")
-        code = server.stdout.readline().split()[2]
+        server.stdout.readline()  # "Class board: open it on the projector…", then the address on a line of its own
+        base, token = server.stdout.readline().split()[0].split("/?token=")
+        code = server.stdout.readline().split()[2]  # "Class code:    ABCD-EFGH"
         crowd = open_partial(base, 1100)
         started = time.monotonic()
         board = httpx.get(f"{base}/api/board", params={"token": token}, timeout=10)
