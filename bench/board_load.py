@@ -52,9 +52,10 @@ def start_board(db: Path, *extra: str) -> tuple[subprocess.Popen, str, str, str]
     server = subprocess.Popen([sys.executable, "-m", "grader.cli", "class", "serve", "--port", "0", "--db", str(db), "--joins-per-minute", "0",
                                "--connections-per-address", "5000", "--class-size", "500", *extra],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "ANTHROPIC_API_KEY": "sk-bench"})
-    first, second = server.stdout.readline().split(), server.stdout.readline().split()
-    base, token = first[2].split("/?token=")
-    return server, base, second[2], token
+    server.stdout.readline()  # "Class board: open it on the projector…", then the address on a line of its own
+    address, code = server.stdout.readline().split(), server.stdout.readline().split()
+    base, token = address[0].split("/?token=")
+    return server, base, code[2], token
 
 
 def fake_upstream():
