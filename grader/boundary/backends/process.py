@@ -30,6 +30,15 @@ def environment(folder: RunFolder) -> dict[str, str]:
 class Processes:
     name = "process"
 
+    def environment(self, folder: RunFolder) -> dict[str, str]:
+        """The allow-listed environment. A root grader hands the run folder to 65534 (backends.identity) for bwrap's
+        side; here the side stays root, and git refuses to work in a repository another user owns ("dubious
+        ownership"): the run folder's repositories are declared safe to it."""
+        env = environment(folder)
+        if self.name == "process" and hasattr(os, "geteuid") and os.geteuid() == 0:
+            env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="safe.directory", GIT_CONFIG_VALUE_0="*")
+        return env
+
     def __init__(self) -> None:
         self.popen: subprocess.Popen | None = None
         self.token = ""
@@ -39,7 +48,7 @@ class Processes:
 
     def start(self, command: list[str], folder: RunFolder, workspace: Path, pass_fds: tuple[int, ...], cwd: Path) -> subprocess.Popen:
         self.token = folder.token
-        self.popen = subprocess.Popen(self.wrap(command, folder, workspace, cwd), cwd=cwd, env=environment(folder),
+        self.popen = subprocess.Popen(self.wrap(command, folder, workspace, cwd), cwd=cwd, env=self.environment(folder),
                                       # stderr: the side's own complaints (bwrap's, Python's) before the zygote points
                                       # its stdio at /dev/null, which it does before the student's code is imported
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
