@@ -176,7 +176,7 @@ def own_loop(scratch: Path, env: dict) -> None:
     done = subprocess.run(CHECK, cwd=folder, env=env, capture_output=True, text=True, timeout=LIMIT)
     wall = time.monotonic() - started
     checks = [check for check in json.loads(done.stdout)["checks"] if check["lesson"] == 1]
-    named = [check for check in checks if check["status"] == "timeout" and f"read.py line {line}" in check["message"]]
+    named = [check for check in checks if check["status"] == "timeout" and any(f"read.py line {at}" in check["message"] for at in (line, line + 1))]
     busy = [check for check in checks if is_busy(check)]
     print(f"the run's own load (lesson 1's read loops, {len(checks)} checks at once, no background): {len(named)} "
           f"timeouts naming line {line}, {len(busy)} 'too busy' (target 0), in {wall:.0f} s, load {os.getloadavg()[0]:.1f}")
