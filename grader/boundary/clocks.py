@@ -76,7 +76,7 @@ class Clock:
                  side: Callable[[], float] | None = None):
         self.budget, self.tree, self.limit = budget, tree, limit
         self.side = side  # CPU seconds of the student's whole side (every check's tree): whose load the machine carried
-        self._machine: tuple[float, float] | None = None  # from begin(): the machine's busy CPU and the side's, at zero
+        self._machine: tuple[float, float] | None = None  # once past the budget: the machine's busy CPU and the side's
         self.own = set(own)  # the grader's keeper and the worker proper: what is not a command the code started
         self.started = time.monotonic()
         self._base: float | None = None
@@ -103,8 +103,6 @@ class Clock:
             self._seen, self._run_waited = {}, 0.0
             self._count_waits(procs, baseline=True)
         self._looked, self._on_grader = self.started, 0.0
-        if self.side:
-            self._machine = (processes.machine_busy(), self.side())
         return self
 
     def waiting(self) -> Clock:
@@ -157,6 +155,8 @@ class Clock:
             self._count_waits(procs)
         if wall > self.budget and now - self._active >= min(IDLE, self.budget):
             raise CheckTimeout("wait", cpu, _waiting_on(procs, self.own))
+        if wall > self.budget and self.side and self._machine is None:  # only a late check pays to ask whose load
+            self._machine = (processes.machine_busy(), self.side())
         if wall > self.budget * BACKSTOP:
             kind = self._starved_or_asleep(procs, cpu, wall)
             if kind == "crowded" and wall < self.budget * BACKSTOP * CROWDED:
@@ -221,7 +221,7 @@ class Clock:
 
     def _crowded_by_the_run(self, wall: float) -> bool:
         """Did the run's own processes (the student's code in every lane) take more of the cores than all other programs
-        together? The machine's busy CPU since begin(), less the side's, is what the rest of the machine took."""
+        together? The machine's busy CPU since the check passed its budget, less the side's, is what the rest took."""
         if self._machine is None or self.side is None:
             return False
         side = self.side() - self._machine[1]
