@@ -114,6 +114,19 @@ def test_hints_come_one_level_at_a_time(started):
     assert "`workshop solution --force`" in second, "the last level says where to go from there"
 
 
+def test_a_new_fault_in_the_same_check_starts_the_hints_again(tmp_path):
+    from grader.commands.hint import fault_key, next_level
+
+    (tmp_path / ".git").mkdir()
+    spy = fault_key("the spy tool was tampered with: the loop sent back 3 result(s) of `touch`")
+    cut = fault_key("call 2 was cut off: expected is_error true, got false")
+    assert [next_level(tmp_path, "loop.max-tokens", 2, spy) for _ in range(3)] == [1, 2, 2]
+    assert next_level(tmp_path, "loop.max-tokens", 2, cut) == 1, "a different fault is not the last one's next level"
+    assert next_level(tmp_path, "loop.turn-limit", 2, spy) == 1, "levels are per check"
+    assert fault_key("expected 'hi-1234' in /tmp/a/b, got 12") == fault_key("expected 'hi-98' in /tmp/c, got 7"), \
+        "the random values a check draws are not a new fault"
+
+
 def test_hint_text_is_wrapped_at_words(started):
     started(1)
     output = run("hint", "read.numbered", "--level", "2", columns=50).output
@@ -325,7 +338,8 @@ def test_demo_of_a_later_lesson_is_refused(started):
 def test_hint_memory_lives_in_git_dir(started):
     root = started(1)
     run("hint")
-    assert json.loads((root / ".git/workshop-hints.json").read_text()) == {kit.lesson(1).checks[0].id: 1}
+    remembered = json.loads((root / ".git/workshop-hints.json").read_text())
+    assert list(remembered) == [kit.lesson(1).checks[0].id] and remembered[kit.lesson(1).checks[0].id]["level"] == 1
 
 
 def test_next_after_the_cache_was_cleared(started):
