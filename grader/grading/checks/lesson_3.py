@@ -86,12 +86,6 @@ def diff(lab: Lab) -> None:
     after = lab.files.read_text(name)
     patched = apply_diff(result.text, before.decode())
     expect(patched == after, f"applying the diff to the file as it was should give the file as it is now; it gives {excerpt(patched)}")
-    said = numbers("\n".join(row for row in result.text.split("\n") if not HUNK.match(row)))
-    expect(first in said or first - 1 not in said,
-           f"the first change starts at line {first}: the earlier edit's oldText starts at line {first - 1}, but that line is "
-           f"unchanged context (newText starts with it too); the answer says {sorted(said)}")
-    expect(first in said, f"besides the diff, the answer should say the first change starts at line {first}; "
-                          f"the numbers it gives are {sorted(said) or 'none'}")
     last = lines_of(rng, 6)
     lab.file("tail.py", "\n".join(last))  # no newline after the last line
     result = edit(lab, "tail.py", (last[-1], last[-1].upper()))
@@ -101,6 +95,24 @@ def diff(lab: Lab) -> None:
     expect(patched != after + "\n", "the new last line has no newline either: the diff's '+' line for it should be followed by "
                                     "'\\ No newline at end of file'")
     expect(patched == after, f"applying the diff to tail.py as it was should give it as it is now; it gives {excerpt(patched)}")
+
+
+@check("edit.first-line")
+def first_line(lab: Lab) -> None:
+    rng = random.Random()
+    name, lines, _ = file_of(lab, rng, rng.randint(45, 70))
+    first, second = rng.randint(20, 28), rng.randint(34, 42)
+    # sent out of file order, and the earlier edit's oldText opens with an unchanged line (context, as the lesson recommends)
+    context = f"{lines[first - 2]}\n"
+    result = edit(lab, name, (lines[second - 1], lines[second - 1] + "  # tuned"),
+                  (context + lines[first - 1], f"{context}# {lines[first - 1]}"))
+    expect(not result.is_error, f"two valid edits should apply, got the error {excerpt(result.text)}")
+    said = numbers("\n".join(row for row in result.text.split("\n") if not HUNK.match(row)))
+    expect(first in said or first - 1 not in said,
+           f"the first change starts at line {first}: the earlier edit's oldText starts at line {first - 1}, but that line is "
+           f"unchanged context (newText starts with it too); the answer says {sorted(said)}")
+    expect(first in said, f"besides the diff, the answer should say the first change starts at line {first}; "
+                          f"the numbers it gives are {sorted(said) or 'none'}")
 
 
 @check("edit.not-found")
