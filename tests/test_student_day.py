@@ -238,7 +238,7 @@ def test_ctrl_c_stops_watch_at_once_and_leaves_nothing_behind(started, tmp_path)
     watcher.send_signal(signal.SIGINT)  # impatient: a second Ctrl-C
     out, err = watcher.communicate(timeout=10)
     # at once, not when the endless check runs out of its 10 CPU seconds; the margin is for a busy machine's wall clock
-    assert time.monotonic() - stopped < 3, "Ctrl-C stops at once, not when the checks time out"
+    assert time.monotonic() - stopped < 6, "Ctrl-C stops at once, not when the checks time out (10 CPU seconds each)"
     assert watcher.returncode == 130 and "Stopped watching." in out
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     time.sleep(0.3)
