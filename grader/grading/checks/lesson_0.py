@@ -63,7 +63,7 @@ def tool_result(lab: Lab) -> None:
     results = results_sent(run, 2)
     expect(len(results) == 1, f"one tool call should get one tool_result, got {len(results)}")
     expect(results[0].get("tool_use_id") == call_id, f"tool_use_id should be the call's id {call_id!r}, got {results[0].get('tool_use_id')!r}")
-    expect(name in result_text(results[0]), f"the result should carry ls's output ({name}), got {excerpt(results[0].get('content'))}")
+    expect(name in result_text(results[0]), f"the result should carry the output of ls in the agent's cwd ({name}), got {excerpt(results[0].get('content'))}")
     expect(not results[0].get("is_error"), "a successful call should not be marked is_error")
 
 
