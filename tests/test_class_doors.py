@@ -169,3 +169,73 @@ def test_gradescope_results_pass_the_sanitizer_too(tmp_path):
     publish(results, tmp_path / "results.json")
     written = json.loads((tmp_path / "results.json").read_bytes().decode("utf-8"))
     assert written["tests"][0]["output"] == "x\ufffd[2Jy" and written["output"] == "line one\nline two"
+
+
+def test_a_repository_whose_commondir_names_a_classmates_is_not_graded_as_theirs(workspace, tmp_path):
+    """Door 4, hole A: Mallory's bare repository is only HEAD, empty objects and refs, and a `commondir` naming Bob's;
+    git read Bob's refs and objects through it (16/16 for Mallory). Only HEAD, packed-refs, refs and objects are
+    copied, and a commondir refuses the repository."""
+    from grader.classroom import bulk
+
+    room = tmp_path / "class"
+    room.mkdir()
+    _bare(workspace(1, solved=True), room / "bob.git")
+    mallory = room / "mallory.git"
+    (mallory / "objects").mkdir(parents=True)
+    (mallory / "refs").mkdir()
+    (mallory / "HEAD").write_bytes((room / "bob.git" / "HEAD").read_bytes())
+    (mallory / "commondir").write_text("../bob.git\n")
+    (scratch := tmp_path / "scratch").mkdir()
+    rows = {student.name: student for student in bulk.collect([str(room)], scratch, lesson=1)}
+    assert rows["bob"].path is not None and not rows["bob"].problem
+    assert rows["mallory"].path is None and "commondir" in rows["mallory"].problem, rows["mallory"]
+
+
+def test_a_fifo_in_a_repository_or_a_git_that_hangs_is_one_row_and_kills_all_it_started(workspace, tmp_path,
+                                                                                      monkeypatch):
+    """Door 4, hole B: a FIFO for packed-refs blocked git for the 120 s timeout, which then stopped the whole class
+    with a traceback and left git-upload-pack processes blocked forever. A FIFO is never opened now (the copy takes
+    regular files only), and a git that outlives its time is killed with its whole process group: one row."""
+    import psutil
+
+    from grader.classroom import bulk, importer
+
+    room = tmp_path / "class"
+    room.mkdir()
+    _bare(workspace(1, solved=True), room / "bob.git")
+    _bare(workspace(1), room / "slow.git")
+    (room / "slow.git" / "packed-refs").unlink(missing_ok=True)
+    os.mkfifo(room / "slow.git" / "packed-refs")
+    (scratch := tmp_path / "scratch").mkdir()
+    rows = {student.name: student for student in bulk.collect([str(room)], scratch, lesson=1)}
+    assert rows["bob"].path is not None and not rows["bob"].problem
+    assert rows["slow"].path is None and "packed-refs" in rows["slow"].problem and "regular" in rows["slow"].problem
+    monkeypatch.setattr(importer, "GIT_SECONDS", 0.001)
+    [late] = bulk.collect([str(room / "bob.git")], scratch, lesson=1)
+    assert late.path is None and late.problem == "git took longer than 0.001 s"
+    started = tmp_path / "started"
+    assert importer.run_bounded(["sh", "-c", f"sleep 60 & echo $! > {started}; wait"], tmp_path, 0.5) is None
+    child = int(started.read_text())
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_git_bomb_is_refused_from_its_tree_before_a_file_is_written(tmp_path):
+    """Door 4, hole C: a repository of a few KB whose tree names one blob many times checks out hundreds of MB (a
+    192 KB one checked out 1 GB). The clone is made without checkout and its tree's sizes summed first."""
+    from grader.classroom import bulk
+
+    bomb = tmp_path / "class" / "bomb.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bomb)], check=True)
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=bomb, input=bytes(1 << 20), check=True,
+                          capture_output=True).stdout.decode().strip()
+    listing = "".join(f"100644 blob {blob}\tf{index}\n" for index in range(201))
+    tree = subprocess.run(["git", "mktree"], cwd=bomb, input=listing, text=True, check=True, capture_output=True).stdout.strip()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "x", "GIT_COMMITTER_NAME": "x", "GIT_AUTHOR_EMAIL": "x@example.invalid",
+           "GIT_COMMITTER_EMAIL": "x@example.invalid"}
+    commit = subprocess.run(["git", "commit-tree", tree, "-m", "boom"], cwd=bomb, env=env, text=True, check=True,
+                            capture_output=True).stdout.strip()
+    subprocess.run(["git", "update-ref", "HEAD", commit], cwd=bomb, check=True)
+    (scratch := tmp_path / "scratch").mkdir()
+    [row] = bulk.collect([str(bomb)], scratch, lesson=1)
+    assert row.path is None and row.problem == "the repository's files would take 201 MB, more than the 200 MB limit"
+    assert not list(scratch.rglob("f0"))

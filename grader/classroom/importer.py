@@ -3,12 +3,17 @@
 A target is a workspace, a folder of them, a git repository on disk (a bare one, or a `file://` URL; cloned into
 the run folder) or a zip (unpacked there, its entries counted from its central directory first). Nothing a student
 made is followed: a link (a folder that is a link to a classmate's, a link inside a repository, an `alternates` file
-that borrows a classmate's objects) is never a way to their work. Each row is named by what the instructor gave (the
-folder, the zip's or the URL's name); a repository's last commit author is kept beside it, since anyone can write it.
+that borrows a classmate's objects, a `commondir` naming their repository) is never a way to their work: git never
+touches a submission's repository, only a private copy of the parts a repository needs (see `_private_copy`), and
+every git command is bounded in time (its whole process group killed) and a checkout in size, each a row, not a
+crash. Each row is named by what the instructor gave (the folder, the zip's or the URL's name); a repository's last
+commit author is kept beside it, since anyone can write it.
 """
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -18,12 +23,16 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from grader.classroom.safe_text import clean, clean_message
-from grader.classroom.student_run import LEFT_OUT
+from grader.classroom.student_run import COPY_BYTES, COPY_FILES, LEFT_OUT
 from grader.classroom.zips import Unpackable, unpack
 from grader.course.workspace import ANSWERS
 from grader.errors import WorkshopError
 
-REPOSITORY_ENTRIES = 200_000  # files and folders of a repository looked through for links before it is cloned
+REPOSITORY_ENTRIES = 200_000  # files and folders of a repository's git folder copied before it is cloned
+REPOSITORY_BYTES = 500 << 20  # bytes of a repository's git folder copied before it is cloned
+CHECKOUT_BYTES, CHECKOUT_FILES = COPY_BYTES, COPY_FILES  # what a clone may check out (measured from its tree first)
+GIT_SECONDS = 120.0  # any one git command on a submission; then its whole process group is killed
+BORROWING = ("commondir", "gitdir", "objects/info/alternates", "objects/info/http-alternates")  # each names another repo
 NOT_A_WORKSPACE = f"not a Rover workspace (no {ANSWERS}; a workspace is made by `workshop start`)"
 
 
@@ -123,40 +132,155 @@ def _is_file(path: Path) -> bool:
 
 
 def _clone(target: str, folder: Path, scratch: Path) -> Submission:
+    """A repository on disk, cloned in three steps, each bounded: its git folder copied through an allow-list into a
+    private folder (the grader owns the copy, so git's "dubious ownership" check passes and nothing in it names
+    another folder), a clone of that copy without checkout, then a checkout only if its files fit the limits."""
     name = _stem(target)
-    borrowed = "it is a symbolic link: links are not followed" if folder.is_symlink() else _borrowed(folder)
-    if borrowed:
-        return Submission(name, clean(target), problem=borrowed)
-    there = Path(tempfile.mkdtemp(prefix="clone-", dir=scratch)) / "repository"
-    done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
-                           "clone", "--quiet", "--no-local", "--no-recurse-submodules", target, str(there)],
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
-    if done.returncode != 0:
-        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["git clone failed"])[-1]
-        return Submission(name, clean(target), problem=clean_message(f"could not clone: {last}"))
-    author = subprocess.run(["git", "log", "-1", "--format=%an"], cwd=there, capture_output=True, stdin=subprocess.DEVNULL).stdout
-    return _find_inside(there, name, clean(target), clean(author.decode("utf-8", "replace").strip()))
+    if folder.is_symlink():
+        return Submission(name, clean(target), problem="it is a symbolic link: links are not followed")
+    work = Path(tempfile.mkdtemp(prefix="clone-", dir=scratch))
+    try:
+        _private_copy(folder, work / "copy.git")
+        there = work / "repository"
+        _git(work, "clone", "--quiet", "--no-local", "--no-checkout", "--no-recurse-submodules", "--",
+             str(work / "copy.git"), str(there), why="could not clone")
+        author = ""
+        if _git(there, "rev-parse", "--verify", "--quiet", "HEAD^{tree}", check=False).returncode == 0:
+            _fits(there)
+            _git(there, "checkout", "--quiet", "--force", "HEAD", why="could not check out")
+            author = clean(_git(there, "log", "-1", "--format=%an").stdout.decode("utf-8", "replace").strip())
+    except Refused as why:
+        return Submission(name, clean(target), problem=clean_message(str(why)))
+    finally:
+        shutil.rmtree(work / "copy.git", ignore_errors=True)
+    return _find_inside(there, name, clean(target), author)
 
 
-def _borrowed(folder: Path) -> str:
-    """Why a repository on disk may hold someone else's work ("" when it cannot): a link anywhere in its git folder
-    (objects, refs, HEAD), a `.git` that is a file or a link (it names another repository's), or alternates."""
+class Refused(Exception):
+    """Why a repository is not cloned or not checked out: one line for the student's row."""
+
+
+def _private_copy(folder: Path, copy: Path) -> None:
+    """The git folder of the repository `folder` (itself when bare, else its `.git`) copied to `copy` through an
+    allow-list: HEAD, packed-refs, refs/ and objects/, regular files and folders only, bounded in entries and bytes.
+    Whatever names another repository (a `.git` file, commondir, gitdir, alternates) or is not a regular file or
+    folder (a link, a FIFO, a socket, a device) refuses the repository; every other entry (config, hooks, info/grafts,
+    worktrees, modules, logs, ...) is left behind. Files are opened without following links and without blocking."""
     git = folder / ".git"
     if os.path.lexists(git) and not (git.is_dir() and not git.is_symlink()):
-        return "its .git is a file or a link to another repository's: not followed"
+        raise Refused("its .git is a file or a link to another repository's: not followed")
     git = git if os.path.lexists(git) else folder
-    seen = 0
-    for here, folders, files in os.walk(git):  # os.walk never descends into a link to a folder
-        for entry in folders + files:
-            seen += 1
-            if seen > REPOSITORY_ENTRIES:
-                return f"its git folder holds more than {REPOSITORY_ENTRIES:,} entries; repack it (git gc) first"
-            if os.path.islink(os.path.join(here, entry)):
-                where = os.path.relpath(os.path.join(here, entry), git)
-                return clean_message(f"its repository holds a symbolic link ({where}): links are not followed")
-    if any(os.path.lexists(git / "objects" / "info" / kind) for kind in ("alternates", "http-alternates")):
-        return "its repository borrows objects from another (objects/info/alternates): not cloned"
-    return ""
+    for borrowing in BORROWING:
+        if os.path.lexists(git / borrowing):
+            raise Refused(f"its repository borrows from another ({borrowing}): not cloned")
+    budget = {"entries": 0, "bytes": 0}
+    copy.mkdir(mode=0o700)
+    for entry in ("HEAD", "packed-refs", "refs", "objects"):
+        _copy_entry(git, entry, copy, budget)
+    if not (copy / "HEAD").is_file():
+        raise Refused("not a git repository (no HEAD)")
+    for needed in ("refs", "objects"):
+        (copy / needed).mkdir(exist_ok=True)
+
+
+def _copy_entry(git: Path, relative: str, copy: Path, budget: dict[str, int]) -> None:
+    source = git / relative
+    try:
+        mode = os.lstat(source).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as problem:
+        raise Refused(f"its repository cannot be read ({relative}: {problem.strerror})") from None
+    budget["entries"] += 1
+    if budget["entries"] > REPOSITORY_ENTRIES:
+        raise Refused(f"its git folder holds more than {REPOSITORY_ENTRIES:,} entries; repack it (git gc) first")
+    if stat.S_ISLNK(mode):
+        raise Refused(f"its repository holds a symbolic link ({relative}): links are not followed")
+    if stat.S_ISDIR(mode):
+        (copy / relative).mkdir(mode=0o700)
+        try:
+            names = sorted(os.listdir(source))
+        except OSError as problem:
+            raise Refused(f"its repository cannot be read ({relative}: {problem.strerror})") from None
+        for name in names:
+            _copy_entry(git, f"{relative}/{name}", copy, budget)
+        return
+    if not stat.S_ISREG(mode):
+        raise Refused(f"its repository holds {relative}, which is not a regular file or folder (a FIFO, a socket "
+                      f"or a device): not cloned")
+    try:
+        descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as problem:
+        raise Refused(f"its repository cannot be read ({relative}: {problem.strerror})") from None
+    with open(descriptor, "rb") as reading, open(copy / relative, "xb") as writing:
+        if not stat.S_ISREG(os.fstat(reading.fileno()).st_mode):  # swapped for something else since the lstat
+            raise Refused(f"its repository holds {relative}, which is not a regular file: not cloned")
+        while chunk := reading.read(1 << 20):
+            budget["bytes"] += len(chunk)
+            if budget["bytes"] > REPOSITORY_BYTES:
+                raise Refused(f"its git folder holds more than {REPOSITORY_BYTES >> 20} MB; not cloned")
+            writing.write(chunk)
+
+
+def _fits(there: Path) -> None:
+    """The checkout of HEAD, measured from the tree before a file is written: at most CHECKOUT_FILES files and
+    CHECKOUT_BYTES bytes (a 192 KB repository naming one 50 MB blob 20 times would check out 1 GB)."""
+    listing = _git(there, "ls-tree", "-r", "-z", "--long", "HEAD").stdout
+    files = size = 0
+    for line in filter(None, listing.split(b"\0")):
+        files += 1
+        object_size = line.split(b"\t", 1)[0].split()[-1]
+        size += int(object_size) if object_size.isdigit() else 0
+    if size > CHECKOUT_BYTES:
+        raise Refused(f"the repository's files would take {-(-size // (1 << 20)):,} MB, "
+                      f"more than the {CHECKOUT_BYTES >> 20} MB limit")
+    if files > CHECKOUT_FILES:
+        raise Refused(f"the repository holds {files:,} files, more than the {CHECKOUT_FILES:,} limit")
+
+
+def _git(where: Path, *args: str, why: str = "git failed", check: bool = True) -> subprocess.CompletedProcess:
+    """git, with no system or global configuration, no hooks, no protocol but local files, no prompt; in a session of
+    its own, killed with everything it started after GIT_SECONDS (Refused then, or when `check` and it failed)."""
+    done = run_bounded(["git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never",
+                        "-c", "protocol.file.allow=always", "-c", "core.fsmonitor=false", *args],
+                       where, GIT_SECONDS, _git_environment())
+    if done is None:
+        raise Refused(f"git took longer than {GIT_SECONDS:g} s")
+    if check and done.returncode != 0:
+        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or [why])[-1]
+        raise Refused(f"{why}: {last}")
+    return done
+
+
+def _git_environment() -> dict[str, str]:
+    """Ours without any GIT_* variable, and git told to read no system or global configuration or attributes."""
+    return {**{key: value for key, value in os.environ.items() if not key.startswith("GIT_")},
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1", "LC_ALL": "C"}
+
+
+def run_bounded(command: list[str], cwd: Path, seconds: float, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess | None:
+    """`command` in a new session; None when it outlived `seconds`, after its whole process group is killed."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.communicate()
+        return None
+    except BaseException:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
 def _unzip(archive: Path, scratch: Path) -> Submission:
