@@ -162,7 +162,8 @@ class Refused(Exception):
 
 def _private_copy(folder: Path, copy: Path) -> None:
     """The git folder of the repository `folder` (itself when bare, else its `.git`) copied to `copy` through an
-    allow-list: HEAD, packed-refs, refs/ and objects/, regular files and folders only, bounded in entries and bytes.
+    allow-list: HEAD, packed-refs, shallow, refs/ and objects/, regular files and folders only, bounded in entries and
+    bytes.
     Whatever names another repository (a `.git` file, commondir, gitdir, alternates) or is not a regular file or
     folder (a link, a FIFO, a socket, a device) refuses the repository; every other entry (config, hooks, info/grafts,
     worktrees, modules, logs, ...) is left behind. Files are opened without following links and without blocking."""
@@ -175,7 +176,7 @@ def _private_copy(folder: Path, copy: Path) -> None:
             raise Refused(f"its repository borrows from another ({borrowing}): not cloned")
     budget = {"entries": 0, "bytes": 0}
     copy.mkdir(mode=0o700)
-    for entry in ("HEAD", "packed-refs", "refs", "objects"):
+    for entry in ("HEAD", "packed-refs", "shallow", "refs", "objects"):
         _copy_entry(git, entry, copy, budget)
     if not (copy / "HEAD").is_file():
         raise Refused("not a git repository (no HEAD)")
