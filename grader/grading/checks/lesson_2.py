@@ -338,12 +338,12 @@ def drain_cap(lab: Lab) -> None:
     ended, dry, read_after = lab.files.read_text("drained").split()
     dry, read_after = float(dry), float(read_after)
     expect(not result.is_error, f"bash exited 0, leaving a job behind that keeps printing; expected a result that is not an error, got {excerpt(result.text[-200:])}")
+    advice = ("look at process.poll() on every round, not only when the pipe is quiet, and once bash has exited, read what is left "
+              "while select(..., 0) says there is data, for a second at most, then stop")
     expect(read_after < 3, f"bash exited, leaving a job behind that prints without pause, and the tool was still reading its output "
-                           f"{read_after:.1f} s later (it returned after {took.wall:.1f} s): after bash exits, read what is left while "
-                           "select(..., 0) says there is data, for a second at most, then stop")
+                           f"{read_after:.1f} s later (it returned after {took.wall:.1f} s): {advice}")
     if ended == "life":  # the tool neither returned nor closed the pipe in the 5 s the job printed after bash's exit
-        expect(not took.late(5), f"bash exited, leaving a job behind that prints without pause, and the tool took {took.wall:.1f} s to "
-                                 "return: after bash exits, read what is left for a second at most, then stop")
+        expect(not took.late(5), f"bash exited, leaving a job behind that prints without pause, and the tool took {took.wall:.1f} s to return: {advice}")
     if dry >= 0:  # the pipe ran dry before the tool stopped reading: the machine kept the job from a CPU, nothing is shown
         raise TooBusy()
 
