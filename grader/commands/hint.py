@@ -1,12 +1,14 @@
 """`workshop hint [CHECK] [--level K]`: one hint at a time, for the first failing check or a named one.
 
-Each call without --level shows the next level for that check, like asking a teacher twice;
-what was shown is remembered in .git/workshop-hints.json, out of the student's way.
+Each call without --level shows the next level for that check, like asking a teacher twice, as long as
+the check fails for the same reason; a new fault starts again at level 1. What was shown is remembered
+in .git/workshop-hints.json, out of the student's way.
 """
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 
 import click
@@ -23,21 +25,32 @@ def _memory(workspace_path: Path) -> Path:
     return workspace_path / ".git" / "workshop-hints.json"
 
 
-def next_level(workspace_path: Path, check_id: str, count: int) -> int:
-    """The level to show now: one more than last time, stopping at the last."""
+def fault_key(message: str) -> str:
+    """What a failure is about, the same from run to run: its words without the numbers, quoted values and paths a
+    check draws at random. A hint level belongs to one fault: a new fault in the same check starts again at level 1."""
+    words = re.sub(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\S*/\S*|\d+", "#", message.lower())
+    return " ".join(words.split())[:80]
+
+
+def next_level(workspace_path: Path, check_id: str, count: int, fault: str = "") -> int:
+    """The level to show now: one more than last time for the same fault, stopping at the last; 1 for a new fault."""
     memory = _memory(workspace_path)
     try:
         seen = json.loads(memory.read_text())
         seen = seen if isinstance(seen, dict) else {}
     except (OSError, ValueError):  # none yet, unreadable, or garbled: start from level 1
         seen = {}
-    level = min(int(seen.get(check_id, 0)) + 1, count) if str(seen.get(check_id, 0)).isdigit() else 1
+    last = seen.get(check_id)
+    if isinstance(last, int) and not isinstance(last, bool):  # remembered before faults were: the same fault
+        last = {"level": last, "fault": fault}
+    same = isinstance(last, dict) and last.get("fault") == fault and isinstance(last.get("level"), int)
+    level = min(last["level"] + 1, count) if same else 1
     if memory.parent.is_dir():
         try:
-            memory.write_text(json.dumps({**seen, check_id: level}))
+            memory.write_text(json.dumps({**seen, check_id: {"level": level, "fault": fault}}))
         except OSError:  # a read-only workspace: the hint is still shown, only not remembered
             pass
-    return level
+    return max(level, 1)
 
 
 @click.command("hint")
@@ -52,6 +65,7 @@ def hint_command(check_id: str | None, level: int | None) -> None:
             say(f"{check.id} is a check of lesson {check.lesson}; this workspace is at lesson {workspace.lesson}, so it does not count yet.")
         outcome = run_checks(workspace.path, [check])[0]
         state = "passes now" if outcome.passed else f"fails now: {outcome.message}"
+        fault = "" if outcome.passed else fault_key(outcome.message)
     else:
         result = grade(workspace)
         cause = root_cause(result)
@@ -70,10 +84,10 @@ def hint_command(check_id: str | None, level: int | None) -> None:
         if first is None:
             say("Every check passes: no hint needed." + (" Move on with `workshop next`." if workspace.lesson + 1 < len(kit.lessons()) else ""))
             return
-        check, state = first.check, f"fails now: {first.message}"
+        check, state, fault = first.check, f"fails now: {first.message}", fault_key(first.message)
     if level is not None and level > len(check.hints):
         raise WorkshopError(f"{check.id} has {len(check.hints)} hint levels; ask for --level 1 to {len(check.hints)}")
-    shown = level or next_level(workspace.path, check.id, len(check.hints))
+    shown = level or next_level(workspace.path, check.id, len(check.hints), fault)
     say(f"{check.id}: {check.title}")
     say(state, indent="  ")
     say(f"Hint {shown} of {len(check.hints)}: {check.hints[shown - 1]}")
