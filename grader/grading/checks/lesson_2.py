@@ -344,8 +344,8 @@ def drain_cap(lab: Lab) -> None:
                            f"{read_after:.1f} s later (it returned after {took.wall:.1f} s): {advice}")
     if ended == "life":  # the tool neither returned nor closed the pipe in the 5 s the job printed after bash's exit
         expect(not took.late(5), f"bash exited, leaving a job behind that prints without pause, and the tool took {took.wall:.1f} s to return: {advice}")
-    if dry >= 0:  # the pipe ran dry before the tool stopped reading: the machine kept the job from a CPU, nothing is shown
-        raise TooBusy()
+    if dry >= 0 and ended != "budget":  # the pipe ran dry before the tool stopped reading: the machine kept the job from a
+        raise TooBusy()                  # CPU, nothing is shown (a tool that read all 32 MB so soon is too quick to judge here)
 
 
 @check("bash.signal")
