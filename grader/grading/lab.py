@@ -108,10 +108,12 @@ class Lab:
 
     # --- calls into the student's code ----------------------------------------------------------
 
-    def tool(self, name: str, open_stdin: bool = False, **args: Any) -> Result:
+    def tool(self, name: str, open_stdin: bool = False, within: Path | None = None, **args: Any) -> Result:
         """Call a tool through the student's registry, as the model would; `open_stdin`: with the worker's stdin a pipe
-        that stays open (a command that inherits it would wait on it), not /dev/null."""
-        data = self._ask("tool", name=name, args=args, cwd=str(self.tmp), **({"open_stdin": True} if open_stdin else {}))
+        that stays open (a command that inherits it would wait on it), not /dev/null; `within`: another working
+        directory than lab.tmp (one the check made under it)."""
+        cwd = str(within if within is not None else self.tmp)
+        data = self._ask("tool", name=name, args=args, cwd=cwd, **({"open_stdin": True} if open_stdin else {}))
         text, is_error = (data.get("text"), data.get("is_error")) if isinstance(data, dict) else (None, None)
         expect(type(text) is str and type(is_error) is bool,
                f"{name} should return a result with .text (a str) and .is_error (a bool), got {excerpt(data, 200)}")
