@@ -66,11 +66,6 @@ def path_aliases(lab: Lab) -> None:
     command = {"command": f"cat {path}", "file_path": path}  # bash has no path: nothing to rename it to
     args, notes = prepare(lab, "bash", command)
     expect(args == command, f"bash has no path argument: file_path must stay as it came (for the validator to report), got {shown(args)}")
-
-
-@check("repair.untouched")
-def untouched(lab: Lab) -> None:
-    path = a_name()
     for name, sent in (("read", [path]), ("read", f"path={path}"), ("read", None), (f"no_such_tool_{random.randint(10, 99)}", {"filePath": path})):
         what = "an unknown tool" if name.startswith("no_such_tool") else "arguments that are not a dict"
         try:
