@@ -121,8 +121,9 @@ def _call(request: dict) -> Any:
 def _run_agent(request: dict) -> dict:
     from rover.agent import Agent
 
-    model = _RemoteModel()
-    agent = Agent(model, Path(request["cwd"]), system="You are Rover.", max_turns=request["max_turns"])
+    model, shown = _RemoteModel(), _Shown()
+    extra = {"display": shown} if request.get("display") else {}  # the Display the workspace's CLI hands the loop, recorded
+    agent = Agent(model, Path(request["cwd"]), system="You are Rover.", max_turns=request["max_turns"], **extra)
     spy_calls: list[dict] = []
     raised = None
     with _SpyTool(spy_calls, request["spy"]):  # the grader judges the calls it was told of, never this list
@@ -133,7 +134,24 @@ def _run_agent(request: dict) -> dict:
         except Exception as crash:
             answer, raised = None, describe(crash, WORKSPACE[0])
     return {"answer": plain(answer), "raised": raised, "messages": plain(getattr(agent, "messages", [])),
-            "spy_calls": plain(spy_calls)}
+            "spy_calls": plain(spy_calls), "shown": shown.events[:1000]}
+
+
+class _Shown:
+    """A Display (rover.display's protocol: reply, tool, notice, summary) that records what the loop showed, as data."""
+
+    def __init__(self):
+        self.events: list[dict] = []
+
+    def reply(self, reply: Any) -> None:
+        self.events.append({"event": "reply", "content": plain(getattr(reply, "content", None))})
+
+    def tool(self, call: Any, result: Any) -> None:
+        self.events.append({"event": "tool", "id": plain(call.get("id") if isinstance(call, dict) else None),
+                            "text": plain(getattr(result, "text", None)), "is_error": plain(getattr(result, "is_error", None))})
+
+    def __getattr__(self, name: str) -> Any:  # notice, summary, context_bar...: shown by the CLI, not judged here
+        return lambda *args, **kwargs: None
 
 
 class _RemoteModel:

@@ -108,10 +108,12 @@ class Lab:
 
     # --- calls into the student's code ----------------------------------------------------------
 
-    def tool(self, name: str, open_stdin: bool = False, **args: Any) -> Result:
+    def tool(self, name: str, open_stdin: bool = False, within: Path | None = None, **args: Any) -> Result:
         """Call a tool through the student's registry, as the model would; `open_stdin`: with the worker's stdin a pipe
-        that stays open (a command that inherits it would wait on it), not /dev/null."""
-        data = self._ask("tool", name=name, args=args, cwd=str(self.tmp), **({"open_stdin": True} if open_stdin else {}))
+        that stays open (a command that inherits it would wait on it), not /dev/null; `within`: another working
+        directory than lab.tmp (one the check made under it)."""
+        cwd = str(within if within is not None else self.tmp)
+        data = self._ask("tool", name=name, args=args, cwd=cwd, **({"open_stdin": True} if open_stdin else {}))
         text, is_error = (data.get("text"), data.get("is_error")) if isinstance(data, dict) else (None, None)
         expect(type(text) is str and type(is_error) is bool,
                f"{name} should return a result with .text (a str) and .is_error (a bool), got {excerpt(data, 200)}")
@@ -177,7 +179,7 @@ class Lab:
         return self._ask("call", module=module, function=function, args=list(args))
 
     def run_agent(self, turns: list[dict], task: str, cwd: Path | None = None, max_turns: int = 30, spy: bool = False,
-                  may_raise: bool = False) -> AgentRun:
+                  may_raise: bool = False, display: bool = False) -> AgentRun:
         """The student's Agent on a scripted model (the grader's own) for one task.
 
         An exception out of `run` ends the check as an error, unless `may_raise` (then it is in `run.raised`);
@@ -188,13 +190,15 @@ class Lab:
         run, model = AgentRun(cwd or self.tmp), ScriptedModel(turns)
         nonce = os.urandom(6).hex() if spy else False
         spied: list[dict] = []
-        data = self._ask("run_agent", task=task, cwd=str(run.cwd), max_turns=max_turns, spy=nonce, on_model=model.serve,
+        data = self._ask("run_agent", task=task, cwd=str(run.cwd), max_turns=max_turns, spy=nonce, display=display, on_model=model.serve,
                          on_spy=lambda args: len(spied) < 1000 and spied.append(args if isinstance(args, dict) else {}))
         expect(isinstance(data, dict), f"the agent's run came back as {excerpt(data, 100)}, not as a run")
         run.answer = data.get("answer")
         # The evidence is the grader's own: what its model was sent and said, and the spy calls told to it as they ran;
         # never the messages or calls the worker reports.
         run.calls, run.messages, run.spy_calls = model.calls, model.messages(), spied
+        shown = data.get("shown")  # the display's events can only come from the worker: judged as a claim, checked for shape
+        run.shown = [event for event in shown if isinstance(event, dict)] if isinstance(shown, list) else []
         if spy:
             from grader.grading.spy import untouched
 

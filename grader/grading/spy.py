@@ -20,6 +20,8 @@ def untouched(run: AgentRun, model: Any, nonce: str) -> None:
         asked = {block.get("id") for block in reply if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "touch"}
         messages = call.get("messages") or [{}]
         answered = tool_results(messages[-1:]) if isinstance(messages, list) else []
-        ran += sum(1 for block in answered if block.get("tool_use_id") in asked and (not block.get("is_error") or nonce in result_text(block)))
+        # the spy's own words (its nonce) prove it ran; an answer without them is the loop's (a cut-off call answered with
+        # is_error false, say), which the check itself judges, naming that fault rather than crying tampering
+        ran += sum(1 for block in answered if block.get("tool_use_id") in asked and nonce in result_text(block))
     expect(ran <= len(run.spy_calls), tampered + f"the loop sent back {ran} result(s) of `touch`, but the grader's spy was told of "
                                       f"{len(run.spy_calls)} call(s)")

@@ -62,6 +62,7 @@ class AgentRun:
     messages: list[dict] = field(default_factory=list)  # agent.messages after the run
     calls: list[dict] = field(default_factory=list)  # each model call: {"system", "messages", "tools"}
     spy_calls: list[dict] = field(default_factory=list)  # calls the spy `touch` tool received
+    shown: list[dict] = field(default_factory=list)  # what the loop showed on its display (run_agent(display=True))
 
 
 def settle(run: AgentRun, may_raise: bool) -> None:

@@ -31,9 +31,14 @@ def done(text: str = "Done.") -> dict:
 def results_sent(run: AgentRun, call: int) -> list[dict]:
     """The tool_result blocks in the last message of the model's `call`-th request (1-based)."""
     expect(len(run.calls) >= call, f"the model was called {len(run.calls)} time(s); expected at least {call}")
-    last = run.calls[call - 1]["messages"][-1]
+    messages = run.calls[call - 1]["messages"]
+    last = messages[-1]
     expect(last.get("role") == "user", f"call {call} should end with a user message of tool results, got role {last.get('role')!r}")
     expect(isinstance(last.get("content"), list), f"tool results go in a list of blocks, got {excerpt(last.get('content'))}")
+    start = max((n for n, message in enumerate(messages) if message.get("role") == "assistant"), default=-1) + 1
+    holding = [message for message in messages[start:] if tool_results([message])]
+    expect(len(holding) <= 1, f"the tool_results of one reply go together in one user message; call {call} got them in "
+                              f"{len(holding)} user messages of {[len(tool_results([message])) for message in holding]} tool_result(s)")
     return [block for block in last["content"] if block.get("type") == "tool_result"]
 
 
@@ -58,7 +63,7 @@ def tool_result(lab: Lab) -> None:
     results = results_sent(run, 2)
     expect(len(results) == 1, f"one tool call should get one tool_result, got {len(results)}")
     expect(results[0].get("tool_use_id") == call_id, f"tool_use_id should be the call's id {call_id!r}, got {results[0].get('tool_use_id')!r}")
-    expect(name in result_text(results[0]), f"the result should carry ls's output ({name}), got {excerpt(results[0].get('content'))}")
+    expect(name in result_text(results[0]), f"the result should carry the output of ls in the agent's cwd ({name}), got {excerpt(results[0].get('content'))}")
     expect(not results[0].get("is_error"), "a successful call should not be marked is_error")
 
 
@@ -120,6 +125,9 @@ def max_tokens(lab: Lab) -> None:
     calls = [use(call_id, "touch", path=f"part{number}.py", content="def half") for number, call_id in enumerate(ids, 1)]
     run = lab.run_agent([turn(say("Writing the files"), *calls, stop="max_tokens"), done("Sent smaller calls.")], "Write big files.", spy=True)
     expect(not run.spy_calls, f"no tool_use of a max_tokens reply may run (any input may be cut short), but {len(run.spy_calls)} of {len(ids)} ran: {run.spy_calls}")
+    expect(len(run.calls) >= 2, f"a reply cut off at max_tokens with {len(ids)} tool calls is not the end: the loop should answer each "
+                                f"call with a CUT_OFF tool_result (is_error true) and call the model again; it stopped after one call "
+                                f"and returned {excerpt(run.answer)}")
     results = results_sent(run, 2)
     sent = [block.get("tool_use_id") for block in results]
     expect(sent == ids, f"each of the {len(ids)} cut-off calls still needs a tool_result with its id, in order: expected {ids}, got {sent}")
@@ -137,6 +145,12 @@ def turn_limit(lab: Lab) -> None:
         raise CheckFailed(f"with max_turns={limit} the loop kept calling the model: a call {limit + 1} was made")
     expect(len(run.calls) == limit, f"with max_turns={limit} the model should be called {limit} times, got {len(run.calls)}")
     expect(run.raised is not None, f"after {limit} turns without an answer, run() should raise TurnLimitReached; it returned {excerpt(run.answer)}")
+    words = " ".join(random.sample(WORDS, 3))
+    last = lab.run_agent(forever[:limit - 1] + [done(f"Finished: {words}.")], "Stop in time.", max_turns=limit, may_raise=True)
+    expect(last.raised is None and last.answer == f"Finished: {words}.",
+           f"with max_turns={limit}, a reply that ends the turn on call {limit} (the last allowed one) is an answer: run() should "
+           f"return {excerpt(f'Finished: {words}.')}, but it " + (f"raised {last.raised.type}: {excerpt(last.raised.message, 120)}"
+                                                                   if last.raised else f"returned {excerpt(last.answer)}"))
 
 
 @check("loop.stash-scenario")
@@ -144,3 +158,26 @@ def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(0)
     listing = " ".join(result_text(block) for block in tool_results(run.messages))
     expect("stash/" in listing and "tests/" in listing, f"ls of the stash repo should show stash/ and tests/, got {excerpt(listing)}")
+
+
+@check("loop.display")
+def display(lab: Lab) -> None:
+    rng = random.Random()
+    name, call_id = f"{rng.choice(WORDS)}_{rng.randint(100, 999)}.txt", new_id(rng)
+    lab.file(name, "hello\n")
+    replies = [turn(say(f"Looking for {rng.choice(WORDS)}."), use(call_id, "ls", path=".")), done(f"Found {name}.")]
+    run = lab.run_agent(replies, "What is here?", display=True)
+    events = [event.get("event") for event in run.shown]
+    expect(events.count("reply") == len(replies), f"each of the model's {len(replies)} replies should be shown with "
+                                                   f"self.display.reply(reply); display.reply was called {events.count('reply')} time(s)")
+    expect(events.count("tool") == 1, f"the one ls call should be shown with self.display.tool(block, result) (the "
+                                      f"'• List .' line); display.tool was called {events.count('tool')} time(s)")
+    expect(events == ["reply", "tool", "reply"], f"the display should follow the run: the reply, its tool call, then the "
+                                                 f"final reply; got {events}")
+    shown_replies = [event.get("content") for event in run.shown if event.get("event") == "reply"]
+    expect(shown_replies == [reply["content"] for reply in replies],
+           f"display.reply should get each reply as the model sent it; got contents {excerpt(shown_replies)}")
+    tool = next(event for event in run.shown if event.get("event") == "tool")
+    expect(tool.get("id") == call_id, f"display.tool should get the tool_use block (id {call_id!r}), got id {tool.get('id')!r}")
+    expect(name in str(tool.get("text")) and tool.get("is_error") is False,
+           f"display.tool should get ls's result (listing {name}, is_error false), got {excerpt(tool.get('text'))}, is_error {tool.get('is_error')!r}")

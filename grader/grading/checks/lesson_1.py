@@ -2,7 +2,8 @@
 
 The notice format is fixed by SPEC; everything else is judged by facts: which lines came back,
 numbered how, and which numbers the notice names. A notice is found at the end of the output
-whatever separates it from the lines, and the lines are judged without it.
+whatever separates it from the lines, and the lines are judged without it; read.line-cap then
+asks for the blank line the text puts before it.
 """
 from __future__ import annotations
 
@@ -78,6 +79,11 @@ def line_cap(lab: Lab) -> None:
     result = lab.ok("read", path=path)
     expect_lines(result, numbered(1, [f"row {n}" for n in range(1, 2001)]), f"{path} ({total} short lines)")
     expect_notice(result, 1, 2000, total, False, f"{path} ({total} short lines)")
+    _, found = split_notice(result.text)
+    gap = result.text[: found.start()]
+    expect(gap.endswith("\n\n"),
+           f"{path}: the notice goes after the last line shown, separated from it by a blank line "
+           f"('...row 2000\\n\\n[Showing ...'); got {excerpt(result.text[found.start() - 20:found.start() + 20])}")
     more = lab.ok("read", path=path, offset=2001)
     expect_lines(more, numbered(2001, [f"row {n}" for n in range(2001, total + 1)]), f"{path} read on at offset=2001")
     expect_no_notice(more, f"{path} read on at offset=2001 to its end")
@@ -161,6 +167,8 @@ def not_utf8(lab: Lab) -> None:
     lines, _ = split_notice(result.text)
     expect(len(lines) == 3 and lines[0].startswith("     1\tcaf") and lines[0].endswith(f" {word}") and lines[2] == f"     3\t{word} end",
            f"a Latin-1 file (not valid UTF-8) should still come back as 3 numbered lines, the odd bytes replaced; got {excerpt(result.text)}")
+    expect_lines(result, numbered(1, [f"caf\ufffd {word}", "na\ufffdve", f"{word} end"]),
+                 "a Latin-1 file: each odd byte becomes U+FFFD (errors='replace'), not dropped or kept")
 
 
 @check("read.long-line")
@@ -173,11 +181,18 @@ def long_line(lab: Lab) -> None:
     expect_lines(before, numbered(1, [f"// {n}" for n in range(1, number)]), what + ", read from offset 1")
     expect_notice(before, 1, number - 1, number + 1, True, what + ", read from offset 1")
     text = lab.tool("read", path="minified.js", offset=number).text
-    expect(len(text.encode()) < CAP_BYTES, f"line {number} is {size:,} bytes: it must not come back whole; the output was {len(text.encode()):,} bytes")
+    held = max((len(run) for run in re.findall(r"y{200,}", text)), default=0)
+    expect(not held, f"line {number} is {size:,} bytes, over the cap on its own: none of it should come back, not even cut "
+                     f"to fit; the output held {held:,} bytes of it")
+    expect(len(text.encode()) < CAP_BYTES, f"line {number} is {size:,} bytes: it must not come back; the output was {len(text.encode()):,} bytes")
     expect(_mentions_size(text, size),
            f"the answer should give line {number}'s size ({_size(size)} or {size:,} bytes), got {excerpt(text)}")
     expect(any(way in text for way in WAYS + (f"offset={number + 1}",)), f"the answer should say how to see part of line {number} (with bash: sed, cut, head) "
            f"or how to go past it (offset={number + 1}), got {excerpt(text)}")
+    past = lab.ok("read", path="minified.js", offset=number + 1)
+    what = f"minified.js read from offset={number + 1}, just past its {size:,}-byte line {number} (one line, however many readline pieces)"
+    expect_lines(past, numbered(number + 1, ["after"]), what)
+    expect_no_notice(past, what)
 
 
 @check("read.missing")
@@ -194,6 +209,8 @@ def directory(lab: Lab) -> None:
     lab.file(f"{folder}/module.py", "x = 1\n")
     text = lab.error("read", path=folder).text
     expect(folder in text and DIRECTORY.search(text), f"the error should name {folder} and say it is a directory (or folder), got {excerpt(text)}")
+    expect(re.search(r"\bls\b", re.sub(r"/\S*", "", text)), f"the error should say that ls lists {folder} (what the model can do "
+                                                            f"instead), got {excerpt(text)}")
     missing = lab.error("read", path=folder + "_gone").text
     expect(text.replace(folder, "PATH") != missing.replace(folder + "_gone", "PATH"),
            f"a directory and a missing path got the same error ({excerpt(text)}): expected the directory's error to say it is a directory")

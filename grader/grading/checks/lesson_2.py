@@ -10,6 +10,7 @@ import random
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 
 from grader.grading.checks import Lab, Result, check, excerpt, expect, result_text, tool_results
@@ -183,6 +184,18 @@ def timeout(lab: Lab) -> None:
     expect(not took.late(5.5), f"a 1.5-second timeout should return in about 1.5 s, it took {took.wall:.1f} s")
 
 
+@check("bash.timeout-output-closed")
+def timeout_output_closed(lab: Lab) -> None:
+    # end-of-file on the pipe is not the end of the command: it closed its output and sleeps on, and only the timeout ends it
+    result, took = lab.timed("bash", command="exec >&- 2>&-; sleep 6", timeout=1)
+    found = parse(result).find("Command timed out")
+    expect(result.is_error and found and float(found.group(1)) == 1,
+           f"a command that closes its output (exec >&- 2>&-) and sleeps 6 s, run with timeout 1, should end with 'Command timed out "
+           f"after 1 seconds' (is_error); after {took.wall:.1f} s it gave {excerpt(result.text[-100:])}: once the pipe is at its end, "
+           "wait for bash only until the deadline, then kill the group")
+    expect(not took.late(4.5), f"a command that closes its output, run with timeout 1, should be stopped after about 1 s; it took {took.wall:.1f} s")
+
+
 @check("bash.timeout-while-printing")
 def timeout_while_printing(lab: Lab) -> None:
     result, took = lab.timed("bash", command="while :; do echo tick $((n++)); done", timeout=2)
@@ -234,6 +247,105 @@ def drain_after_exit(lab: Lab) -> None:
             expect_spill(lab, output, total + 1 - 1999, total + 1, "2000-line")
         finally:
             tidy(output, lab)
+
+
+# A job left behind that prints without pause, and its own witness of how the tool read it. Its stdout is the tool's pipe:
+# it makes it a packet pipe (O_DIRECT: a read takes one write at most) of 256 packets of 2048 short lines each, and fills
+# it before bash may exit, so a tool that reads while select(..., 0) says there is data always finds some, as long as
+# the job gets a CPU once in the ~0.2 s a reader takes to empty it. It looks at the pipe (FIONREAD) before and after
+# each write, and reports in `drained`: how it ended (the tool closed the pipe, the check said stop, its life after
+# bash's exit or its byte budget ran out), how long after bash exited it first found the pipe dry (the machine kept
+# it from a CPU: nothing can be concluded), and the latest moment after bash's exit after which the tool was seen to
+# read. The disk it costs is the spill file: a packet a read, about 4 MB a second of reading, 32 MB at most.
+_PRINTER = """
+import fcntl, os, select, struct, termios, time
+def queued():
+    return struct.unpack("i", fcntl.ioctl(1, termios.FIONREAD, bytes(4)))[0]
+try:
+    fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_DIRECT)
+    fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
+except OSError:
+    pass
+packet, bash, start = b"t\\n" * 2048, os.getppid(), time.monotonic()
+left, exited, dry, read_after, ended = 32 << 20, None, None, 0.0, "life"
+poller = select.poll()
+poller.register(1, select.POLLOUT)
+room = lambda wait: [mask for _, mask in poller.poll(wait)]
+while left > 0 and room(0) == [select.POLLOUT]:
+    os.write(1, packet)
+    left -= len(packet)
+open("started", "w").close()
+last_t, last_q, looked = None, None, start
+while True:
+    events = room(50)
+    now, q = time.monotonic(), queued()
+    if exited is None and os.getppid() != bash:
+        exited = now
+    if exited is not None:
+        if last_t is not None and last_t >= exited and q < last_q:
+            read_after = max(read_after, last_t - exited)
+        if q == 0 and dry is None:
+            dry = now - exited
+        if now - exited > 5:
+            break
+    if now - start > 20:
+        break
+    if events and events[0] & (select.POLLERR | select.POLLHUP):
+        ended = "closed"
+        break
+    if not events or now - looked > 0.1:
+        looked = now
+        if os.path.exists("stop"):
+            ended = "stop"
+            break
+    if not events:
+        last_t, last_q = now, q
+        continue
+    if left <= 0:
+        ended = "budget"
+        break
+    try:
+        os.write(1, packet)
+    except BrokenPipeError:
+        ended = "closed"
+        break
+    left -= len(packet)
+    last_t, last_q = time.monotonic(), queued()
+    if exited is not None and dry is None and last_q <= len(packet):
+        dry = last_t - exited
+with open("drained.part", "w") as report:
+    report.write(f"{ended} {-1 if dry is None else dry:.3f} {read_after:.3f}")
+os.rename("drained.part", "drained")
+"""
+
+
+@check("bash.drain-cap")
+def drain_cap(lab: Lab) -> None:
+    from grader.boundary.stopwatch import TooBusy
+
+    token = f"left-{random.randint(1000, 9999)}"
+    job = f"{shlex.quote(sys.executable)} -c {shlex.quote(_PRINTER)}"
+    result, took = lab.timed("bash", command=f"{job} & for i in $(seq 1 500); do [ -e started ] && break; sleep 0.01; done; echo {token}",
+                             timeout=30)
+    tidy(parse(result), lab)
+    lab.file("stop", "")
+    for _ in range(100):  # the job's report, once it has had a CPU to look at the pipe a last time
+        if lab.files.is_file("drained"):
+            break
+        time.sleep(0.05)
+    else:
+        raise TooBusy()
+    ended, dry, read_after = lab.files.read_text("drained").split()
+    dry, read_after = float(dry), float(read_after)
+    expect(not result.is_error, f"bash exited 0, leaving a job behind that keeps printing; expected a result that is not an error, got {excerpt(result.text[-200:])}")
+    advice = ("look at process.poll() on every round, not only when the pipe is quiet, and once bash has exited, read what is left "
+              "while select(..., 0) says there is data, for a second at most, then stop")
+    expect(read_after < 3, f"bash exited, leaving a job behind that prints without pause, and the tool was still reading its output "
+                           f"{read_after:.1f} s later (it returned after {took.wall:.1f} s): {advice}")
+    if ended == "life":  # the tool neither returned nor closed the pipe in the 5 s the job printed after bash's exit
+        expect(not took.late(5), f"bash exited, leaving a job behind that prints without pause, and the tool took {took.wall:.1f} s to return: {advice}")
+    if dry >= 0 and ended != "budget":  # the pipe ran dry before the tool stopped reading: the machine kept the job from a
+        raise TooBusy()                  # CPU, nothing is shown (a tool that read all 32 MB so soon is too quick to judge here)
 
 
 @check("bash.signal")

@@ -36,7 +36,9 @@ def create(lab: Lab) -> None:
 def parents(lab: Lab) -> None:
     rng = random.Random()
     path = "/".join(rng.sample(WORDS, rng.randint(1, 3))) + "/test_new.py"
-    lab.ok("write", path=path, content="def test_it():\n    pass\n")
+    result = lab.tool("write", path=path, content="def test_it():\n    pass\n")
+    expect(not result.is_error, f"{path}: its folder {path.rsplit('/', 1)[0]}/ does not exist yet, and write should create the missing "
+                                f"folders and then the file; it returned an error: {excerpt(result.text)}")
     expect(lab.files.is_file(path), f"missing parent folders ({path.rsplit('/', 1)[0]}/) should be created")
 
 
@@ -139,10 +141,15 @@ def read_only(lab: Lab) -> None:
     rng = random.Random()
     name, content = name_of(rng, ".cfg"), text_of(rng, 3)
     lab.ok("write", path=name, content=content)
+    left = leftovers(lab.files, name)  # a leak of the plain write that made the file, not of the refusal below
+    expect(not left, f"the plain write of {name} (before any read-only file) left {left} behind: a temp file is renamed over the "
+                     "target or removed, never left")
     kept = rng.choice([0o444, 0o440, 0o400, 0o555])
     lab.files.chmod(name, kept)
     try:
-        lab.error("write", path=name, content="replaced\n")
+        result = lab.tool("write", path=name, content="replaced\n")
+        expect(result.is_error, f"{name} is read-only (mode {kept:o}, no write bit): write should refuse it, as write_atomic does "
+                                f"(a rename would replace it: the folder allows that); it succeeded with {excerpt(result.text)}")
         found = lab.files.read_bytes(name)
         expect(found == content.encode(), f"a read-only file (mode {kept:o}) must not be replaced: expected {excerpt(content)}, found {excerpt(found)}")
         expect(mode_of(lab, name) == kept, f"a read-only file keeps its mode {kept:o}, found {mode_of(lab, name):o}")

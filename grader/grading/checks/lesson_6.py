@@ -91,6 +91,15 @@ def patterns(lab: Lab) -> None:
     decides(lab, "rm notes.txt", ("deny", "rm"), rules)
     decides(lab, "git log --oneline -5", ("allow", "git log *"), rules)
     decides(lab, "git push --force origin main", ("deny", "* --force*"), rules)
+    # a wildcard in the middle: the glob must match the whole text, so the words before the * are no prefix rule
+    rules = {"allow": ["ls", "cat *.md"], "ask": [], "deny": ["curl * | sh"]}
+    target = name()
+    for command, expected in ((f"cat {target}.md", ("allow", "cat *.md")), (f"cat {target}.env", ("ask", None)),
+                              (f"curl -o {target}.html https://example.test/{target}", ("ask", None))):
+        answer = verdict(lab, command, rules)
+        expect(tuple(answer) == expected,
+               f"decide({command!r}) with rules {rules} should be {list(expected)}, got {answer}: a rule with *, ? or [ is a glob "
+               "over the whole text (fnmatch.fnmatchcase), not a prefix made of the words before its first *")
 
 
 @check("gate.compound")
@@ -265,6 +274,13 @@ def paths(lab: Lab) -> None:
     expect("inside" in lab.ok("read", path="alias.txt").text, "a symlink that stays inside the working directory should still be read")
     for tool, args in (("ls", {"path": "."}), ("read", {"path": "./inside.txt"}), ("search", {"pattern": "inside", "path": "."})):
         lab.ok(tool, **args)  # the working directory itself is inside
+    lab.files.mkdir("sub")
+    for path in (str(lab.tmp / "inside.txt"), "sub/../inside.txt"):  # both land inside once resolved: the text lets them in
+        result = lab.tool("read", path=path)
+        expect(not result.is_error and "inside" in result.text,
+               f"read({path!r}) lands on inside.txt in the working directory once resolved, so it is inside and should be read "
+               f"(screen refuses only paths that leave it; an absolute path into the working directory, or a '..' that comes back, "
+               f"stays inside); got {excerpt(result.text)}")
     escape = lab.tmp.parent / f"escape-{name()}.txt"
     sibling = lab.tmp.with_name(lab.tmp.name + "-other")  # shares the working directory's name as a prefix
     sibling.mkdir()
@@ -286,6 +302,20 @@ def paths(lab: Lab) -> None:
     finally:
         escape.unlink(missing_ok=True)
         remove_tree(sibling)
+    # a working directory reached through a symlink (as /tmp is on macOS): paths are judged against where it really is
+    lab.files.mkdir("repo")
+    lab.file("repo/notes.txt", "notes\n")
+    lab.files.symlink(str(lab.tmp / "repo"), "link")
+    link = lab.tmp / "link"
+    for tool, args in (("ls", {"path": "."}), ("read", {"path": "notes.txt"}), ("read", {"path": str(link / "notes.txt")})):
+        result = lab.tool(tool, within=link, **args)
+        expect(not result.is_error, f"with the working directory {link}, a symlink to {lab.tmp / 'repo'}, {tool}({args}) stays inside it "
+                                    f"and should not be refused; got {excerpt(result.text)}: resolve the working directory too, not only the path")
+    lab.file("beside.txt", "beside the repo\n")
+    result = lab.tool("read", within=link, path="../beside.txt")
+    expect(result.is_error and "beside the repo" not in result.text,
+           f"with the working directory {link}, a symlink to {lab.tmp / 'repo'}, read('../beside.txt') leaves it and should be refused, "
+           f"got {excerpt(result.text)}")
 
 
 @check("gate.stash-scenario")

@@ -101,6 +101,20 @@ def over(lab: Lab, sizes: list[int], budget: int, latest: int = 1500) -> tuple[l
     return messages, calls, trimmed, elided(messages, trimmed, budget)
 
 
+def stopped_short(messages: list[dict], trimmed: list[dict], budget: int, other: str = "") -> str:
+    """Why trim stopped while still over the budget, as far as its stubs tell: when what they saved in characters just
+    passed the excess, which is in tokens, it counted in the wrong unit; otherwise `other`, a cause the caller can tell,
+    or how far over it was and what it saved."""
+    excess, saved = tokens(messages) - budget, tokens(messages) - tokens(trimmed)
+    chars = [len(json.dumps(before.get("content"), ensure_ascii=False)) - len(json.dumps(after.get("content"), ensure_ascii=False))
+             for before, after in zip(tool_results(messages), tool_results(trimmed)) if before.get("content") != after.get("content")]
+    if len(chars) >= 2 and saved < excess and sum(chars[:-1]) * 0.95 < excess <= sum(chars) * 1.05:
+        return (f": it stopped once its {len(chars)} stubs had saved about {sum(chars):,} characters, past the {excess:,} tokens it was "
+                f"over, so it counts what a stub saves in characters; the excess is in tokens (they saved about {saved:,}): subtract "
+                f"estimate_tokens(old content) - estimate_tokens(stub)")
+    return other or f": it was {excess:,} tokens over and its stubs saved only about {saved:,}; go on until the estimate fits (what a stub saves counts in tokens, as the excess does)"
+
+
 def some_sizes(count: int = 9) -> list[int]:
     return [random.randint(6_000, 12_000) for _ in range(count)]
 
@@ -142,16 +156,16 @@ def whole_conversation(lab: Lab) -> None:
 def fits_budget(lab: Lab) -> None:
     budget = random.randint(9_000, 12_000)
     messages, _, trimmed, _ = over(lab, [random.randint(20, 60), *some_sizes(10)], budget)
+    tiny_before, tiny_after = result_texts(messages)[0], result_texts(trimmed)[0]  # the oldest result, a small one
+    expect(len(tiny_after) <= len(tiny_before), f"a stub must be shorter than what it replaces: the oldest result, of {len(tiny_before)} "
+                                                f"characters, became a longer stub, {excerpt(tiny_after, 120)}; leave small results as they are")
     expect(tokens(trimmed) <= budget * SLACK,
            f"from about {tokens(messages):,} tokens, trim should get under the budget of {budget:,} (about 4 characters a token), "
-           f"but what it returned is still about {tokens(trimmed):,}")
+           f"but what it returned is still about {tokens(trimmed):,}" + stopped_short(messages, trimmed, budget))
     counted = lab.call("rover.context", "estimate_tokens", trimmed)  # the lesson's own measure, given
     expect(isinstance(counted, int) and counted <= budget + 10,
            f"by estimate_tokens, what trim returned is {counted} tokens, over the budget of {budget:,}: subtract what each stub saves "
            f"(the old content's tokens minus the stub's own), counted as estimate_tokens counts them, and go on until it fits")
-    tiny_before, tiny_after = result_texts(messages)[0], result_texts(trimmed)[0]
-    expect(len(tiny_after) <= len(tiny_before), f"only large results are worth a stub: a {len(tiny_before)}-character result "
-                                                f"became a longer stub, {excerpt(tiny_after, 120)}")
 
 
 @check("context.oldest-first")
@@ -226,10 +240,14 @@ def pairs(lab: Lab) -> None:
 @check("context.latest-turn")
 def latest_turn(lab: Lab) -> None:
     budget = random.randint(4_000, 6_000)
-    messages, _, trimmed, replaced = over(lab, some_sizes(5), budget, latest=budget * 4 + 8_000)
+    messages, _, trimmed, replaced = over(lab, some_sizes(5), budget, latest=budget * 4 + 20_000)  # over by more than any one result's characters
     expect(trimmed[-2:] == messages[-2:],
            f"the latest turn (the last tool_use and its result) must never be touched, even when it alone passes the budget; got {excerpt(trimmed[-1])}")
-    expect(replaced == list(range(5)), f"with the latest turn over the budget on its own, every older result should be elided, got {[n + 1 for n in replaced]}")
+    kept = [n for n in range(5) if n not in replaced]
+    listed = (f": result {kept[0] + 1}, whose content is a list of text blocks, was left whole; such a content is a tool result too"
+              if kept and isinstance(tool_results(messages)[kept[0]]["content"], list) else "")
+    expect(replaced == list(range(5)), f"with the latest turn over the budget on its own, every older result should be elided, got {[n + 1 for n in replaced]}"
+                                       + (stopped_short(messages, trimmed, budget, listed) if replaced == list(range(len(replaced))) else listed))
     task = [{"role": "user", "content": "Summarise this log:\n" + numbered(budget * 4 + 4_000, "log")}]  # no assistant turn yet
     expect(trim(lab, task, budget) == task, "a conversation that is only its task, over the budget, has nothing to elide: send it as it is")
 
@@ -272,9 +290,15 @@ def loop_trims(lab: Lab) -> None:
     sent = tool_results(last)
     expect(len(sent) == len(reads), f"the last call should still carry all {len(reads)} tool results (some as stubs), got {len(sent)}")
     first = result_text(sent[0])
+    if first.count("\n") >= 700:  # sent whole: the loop, or trim?
+        whole = f"by the last turn the conversation is about {tokens(last):,} tokens, far over BUDGET, yet your loop sent the first read's result whole ({len(first):,} characters)"
+        expect(result_texts(trim(lab, last, BUDGET))[0] == first,
+               f"{whole}, though your trim elides it when given those messages: the loop must send what trim returns, before every "
+               f"model call (self.messages = trim(self.messages, BUDGET)); trim leaves the list it is given as it was")
+        raise CheckFailed(f"{whole}, and trim(messages, BUDGET) on those messages leaves it whole too: make trim elide old results (the other checks say how)")
     expect(len(first) <= 400 and reads[0] in first,
-           f"by the last turn the conversation is far over the budget: the first read's result should be sent as a one-line stub naming {reads[0]}; "
-           f"your loop sent {excerpt(first, 120)}")
+           f"by the last turn the conversation is far over the budget: the first read's result should be sent as a one-line stub (at most "
+           f"400 characters) naming {reads[0]}; your loop sent {excerpt(first, 120)}")
     expect(result_text(sent[-1]).count("\n") >= 700, "the latest read's result should be sent whole")
     expect(tokens(last) <= BUDGET * SLACK, f"the last call sent about {tokens(last):,} tokens; with BUDGET = {BUDGET:,} it should stay under that")
 
@@ -284,7 +308,8 @@ def stash_scenario(lab: Lab) -> None:
     run = lab.scenario(8)
     largest = max(tokens(call["messages"]) for call in run.calls)
     expect(largest <= BUDGET * SLACK,
-           f"the long session should stay under BUDGET ({BUDGET:,} tokens) on every turn; its largest request was about {largest:,}")
+           f"the messages of every request (what trim counts; the system prompt and tools come on top) should stay under BUDGET "
+           f"({BUDGET:,} tokens) in the long session; its largest were about {largest:,}")
     fixed = lab.files.read_text(run.cwd / "stash/extract.py")
     expect('"%a, %d %b %Y %H:%M:%S %z"' in fixed, "by its end the session fixes parse_date")
     runs = [result_text(block) for block in tool_results(run.messages) if "passed" in result_text(block)]

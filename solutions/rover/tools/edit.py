@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import os
 import re
 from pathlib import Path
 
@@ -69,9 +70,10 @@ def run(cwd: Path, path: str, edits: list[dict]) -> ToolResult:
             raise ToolError(f"Edits {first} and {second} overlap in {path}. Merge them into one edit.")
     text = _apply(body, spans)
     write_atomic(file, (bom + text).encode("utf-8"))
-    changed = text.replace("\r\n", "\n")
-    line = original.count("\n", 0, spans[0][0]) + 1
-    diff = _diff(path, original, changed, spans[0][0], spans[-1][1])
+    start, end, _, new = spans[0]
+    same = len(os.path.commonprefix([original[start:end], new]))  # oldText often opens with unchanged lines of context
+    line = original.count("\n", 0, start + same) + 1
+    diff = _diff(path, body, text, _mapped(body, spans[0][0]), _mapped(body, spans[-1][1]))
     return ToolResult(f"Edited {path}: {len(spans)} replacement(s), first change at line {line}.\n\n{diff}")
 
 
@@ -122,8 +124,15 @@ def _apply(body: str, spans: list[tuple[int, int, int, str]]) -> str:
     return "".join(pieces) + body[cursor:]
 
 
+def _mapped(body: str, at: int) -> int:
+    """A position in the LF copy as a position in the file's own text: one further on for every CRLF before it."""
+    crlf = [match.start() - index for index, match in enumerate(re.finditer("\r\n", body))]
+    return at + bisect.bisect_left(crlf, at)
+
+
 def _diff(path: str, original: str, changed: str, start: int, end: int) -> str:
-    """A unified diff of the changed region only: difflib over a whole large file is slow and hungry.
+    """A unified diff of the changed region only, of the file's own lines (a CRLF line keeps its \\r, so patch
+    applies it to the file): difflib over a whole large file is slow and hungry.
 
     Both texts agree before `start` and after `end` (shifted by the change in length), so the
     diff of a window of whole lines around [start, end) is the diff of the files, renumbered.
