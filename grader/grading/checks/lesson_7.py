@@ -67,9 +67,13 @@ def path_aliases(lab: Lab) -> None:
     args, notes = prepare(lab, "bash", command)
     expect(args == command, f"bash has no path argument: file_path must stay as it came (for the validator to report), got {shown(args)}")
     for name, sent in (("read", [path]), ("read", f"path={path}"), ("read", None), (f"no_such_tool_{random.randint(10, 99)}", {"filePath": path})):
-        args, notes = prepare(lab, name, sent)
-        expect(args == sent and not notes, f"prepare_arguments({name!r}, {shown(sent)}) should give it back untouched "
-                                           f"(an unknown tool, or arguments that are not a dict), got {shown([args, notes])}")
+        what = "an unknown tool" if name.startswith("no_such_tool") else "arguments that are not a dict"
+        try:
+            args, notes = prepare(lab, name, sent)
+        except CheckFailed as failed:
+            raise CheckFailed(f"{what} should go back untouched, with no notes (R7.13): {failed}") from None
+        expect(args == sent and not notes, f"prepare_arguments({name!r}, {shown(sent)}) should give it back untouched, with no notes "
+                                           f"({what}, R7.13), got {shown([args, notes])}")
 
 
 @check("repair.text-aliases")
