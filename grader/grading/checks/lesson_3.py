@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 from itertools import permutations
+from typing import Any
 
 from grader.grading.checks import CheckFailed, Lab, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.disk import HUNK, DirectoryEvents, apply_diff, count, leftovers, lines_of, numbers
@@ -73,16 +74,22 @@ def replace(lab: Lab) -> None:
     expect(after == expected, f"only the matched text should change: expected {excerpt(expected)}, found {excerpt(after)}")
 
 
-@check("edit.diff")
-def diff(lab: Lab) -> None:
-    rng = random.Random()
+def two_edits_with_context(lab: Lab, rng: random.Random) -> tuple[str, bytes, int, Any]:
+    """Two valid edits sent out of file order; the earlier one's oldText opens with an unchanged line (context, as the
+    lesson recommends), so its change starts one line on. (file name, its bytes before, the first changed line, result)"""
     name, lines, before = file_of(lab, rng, rng.randint(45, 70))
     first, second = rng.randint(20, 28), rng.randint(34, 42)
-    # the earlier edit's oldText starts with an unchanged line (context, as the lesson recommends): the change starts one line on
     context = f"{lines[first - 2]}\n"
     result = edit(lab, name, (lines[second - 1], lines[second - 1] + "  # tuned"),
                   (context + lines[first - 1], f"{context}# {lines[first - 1]}"))
     expect(not result.is_error, f"two valid edits should apply, got the error {excerpt(result.text)}")
+    return name, before, first, result
+
+
+@check("edit.diff")
+def diff(lab: Lab) -> None:
+    rng = random.Random()
+    name, before, _, result = two_edits_with_context(lab, rng)
     after = lab.files.read_text(name)
     patched = apply_diff(result.text, before.decode())
     expect(patched == after, f"applying the diff to the file as it was should give the file as it is now; it gives {excerpt(patched)}")
@@ -99,14 +106,7 @@ def diff(lab: Lab) -> None:
 
 @check("edit.first-line")
 def first_line(lab: Lab) -> None:
-    rng = random.Random()
-    name, lines, _ = file_of(lab, rng, rng.randint(45, 70))
-    first, second = rng.randint(20, 28), rng.randint(34, 42)
-    # sent out of file order, and the earlier edit's oldText opens with an unchanged line (context, as the lesson recommends)
-    context = f"{lines[first - 2]}\n"
-    result = edit(lab, name, (lines[second - 1], lines[second - 1] + "  # tuned"),
-                  (context + lines[first - 1], f"{context}# {lines[first - 1]}"))
-    expect(not result.is_error, f"two valid edits should apply, got the error {excerpt(result.text)}")
+    _, _, first, result = two_edits_with_context(lab, random.Random())
     said = numbers("\n".join(row for row in result.text.split("\n") if not HUNK.match(row)))
     expect(first in said or first - 1 not in said,
            f"the first change starts at line {first}: the earlier edit's oldText starts at line {first - 1}, but that line is "
