@@ -196,9 +196,14 @@ def timeout_output_closed(lab: Lab) -> None:
     expect(not took.late(4.5), f"a command that closes its output, run with timeout 1, should be stopped after about 1 s; it took {took.wall:.1f} s")
 
 
+TICKER = "python -c \"import itertools, time\nfor n in itertools.count(): print('tick', n, flush=True); time.sleep(0.001)\""
+
+
 @check("bash.timeout-while-printing")
 def timeout_while_printing(lab: Lab) -> None:
-    result, took = lab.timed("bash", command="while :; do echo tick $((n++)); done", timeout=2)
+    # a line every millisecond: never a quiet moment to a reader that waits for one, and little CPU (a bash loop
+    # printing flat out took both cores for the 2 s, starving every other check)
+    result, took = lab.timed("bash", command=TICKER, timeout=2)
     tidy(parse(result), lab)
     found = parse(result).find("Command timed out")
     expect(result.is_error and found and float(found.group(1)) == 2, f"expected an is_error result ending 'Command timed out after 2 seconds', got {excerpt(result.text[-100:])}")
