@@ -50,7 +50,7 @@ def test_a_check_that_passes_on_the_stub_is_reported(monkeypatch):
     monkeypatch.setitem(checks.REGISTRY, "read.missing", lambda lab: None)  # asserts nothing
     monkeypatch.setattr("grader.grading.runner.run_checks", _in_process_runner)
     monkeypatch.setattr("grader.commands.dev.run_checks", _in_process_runner)
-    result = CliRunner().invoke(main, ["dev", "check", "--lesson", "1"])
+    result = CliRunner().invoke(main, ["dev", "check", "--lesson", "1", "--no-fixtures"])
     assert result.exit_code == 1
     assert "read.missing passes on the stub" in result.output
 
@@ -87,7 +87,8 @@ def _in_process_runner(workspace, check_list, **_):
 
 
 def test_one_lesson_alone_even_one_that_reuses_another_lessons_helpers():
-    result = CliRunner().invoke(main, ["dev", "check", "--lesson", "4"])
+    # its wrong solutions and alternatives are proven case by case in test_wrong_solutions.py and test_alternatives.py
+    result = CliRunner().invoke(main, ["dev", "check", "--lesson", "4", "--no-fixtures"])
     assert result.exit_code == 0, result.output
     assert "lesson-4" in result.output and "lesson-0" not in result.output
 
