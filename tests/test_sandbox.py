@@ -155,9 +155,11 @@ def planted_keyring(grade):
 NOTHING_LEFT = {"tagged": [], "logged": [], "temp": [], "workspace": [], "secrets": [], "reached": False, "changed": []}
 
 
-# The attacks that cost a run a clock or a memory-hungry tree each (over 8 s of wall time apiece): in the full suite,
-# not in the quick one (`-m "not slow"`), which keeps one of each kind (a fork, a flood, an import that never ends).
-HEAVY = {"fork_memory", "shared_memory", "output_flood", "recursion_at_import"}
+# The attacks that cost a run a clock, a memory-hungry tree or a deep walk each (over 4 s of wall time apiece): proofs,
+# sampled by `python -m pytest` and all run by `--proofs=all`. The cheap ones keep one of each kind in every run (a fork,
+# a flood, an import that never ends: test_a_broken_import_is_one_root_cause_and_ends_in_seconds).
+HEAVY = {"fork_memory", "shared_memory", "output_flood", "recursion_at_import", "deep_folders", "process_flood",
+         "loop_at_import", "rewrite_kit", "file_flood", "pipe_flood", "shadow_backup"}
 
 
 def heavy(names):
@@ -188,7 +190,7 @@ def test_a_hostile_submission_gains_nothing_and_leaves_nothing(workspace, tmp_pa
     assert scores["score"] == own, "the results file must be the grader's, not a daemon's"
 
 
-@pytest.mark.parametrize("name", heavy(["loop_at_import", "recursion_at_import"]))
+@pytest.mark.parametrize("name", ["loop_at_import", pytest.param("recursion_at_import", marks=pytest.mark.slow)])
 def test_a_broken_import_is_one_root_cause_and_ends_in_seconds(workspace, tmp_path, name):
     done, took, left, _ = grade_hostile(workspace, tmp_path, FIXTURES / "hostile" / f"{name}.py")
     report = json.loads(done.stdout)
@@ -288,6 +290,7 @@ def test_without_the_linux_extras_the_verdicts_hold(workspace, tmp_path, name):
     assert left == NOTHING_LEFT
 
 
+@pytest.mark.slow  # a whole lesson-8 stub: 127 checks
 def test_the_scripted_model_cannot_be_patched_from_the_worker(workspace, tmp_path):
     """Issue 17: on an untouched lesson-8 stub, code that patched the grader's scripted model inside the worker made
     context.loop-trims and context.stash-scenario pass. The model now runs in the grader; the worker only asks it."""
