@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_api import FakeMessagesAPI, message
+from tests.warm_rover import WarmRover
 
 READ_CALL = {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "stash/extract.py"}}
 
@@ -25,9 +26,22 @@ def solved(workspace):
     return workspace(4, solved=True)
 
 
-def rover(root, *args: str, env: dict | None = None, timeout: int = 60):
-    """python -m rover in a workspace, as a student runs it, with a clean environment."""
+WARM: list[WarmRover] = []  # the module's helper, while its tests run
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm():
+    WARM.append(WarmRover())
+    yield
+    WARM.pop().close()
+
+
+def rover(root, *args: str, env: dict | None = None, timeout: int = 60, real: bool = False):
+    """python -m rover in a workspace, as a student runs it, with a clean environment. A live run (a key in `env`) is
+    forked from a helper that has the SDK imported (tests.warm_rover), unless `real`."""
     clean = {"PATH": "/usr/bin:/bin", "HOME": str(root), "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    if "ANTHROPIC_API_KEY" in clean and not real:
+        return WARM[-1].run(root, args, clean, timeout)
     return subprocess.run([sys.executable, "-m", "rover", *args], cwd=root, env=clean, capture_output=True, text=True, timeout=timeout)
 
 
@@ -39,7 +53,7 @@ def test_a_live_run_sends_the_tools_and_shows_the_transcript(api, solved):
     api.reply({"type": "text", "text": "Reading it."}, READ_CALL, stop="tool_use",
               usage={"input_tokens": 1200, "output_tokens": 40, "cache_read_input_tokens": 300})
     api.reply({"type": "text", "text": "parse_date lacks %z."})
-    done = rover(solved, "why does parse_date fail?", "--model", "claude-test", env=live_env(api))
+    done = rover(solved, "why does parse_date fail?", "--model", "claude-test", env=live_env(api), real=True)  # as a student does
     assert done.returncode == 0, done.stderr
     first = api.requests[0]["body"]
     assert first["model"] == "claude-test" and first["max_tokens"] == 8192
