@@ -37,13 +37,14 @@ def sigint_as_a_terminal_gives_it():
 # The proofs: tests that prove the whole course (every alternative passes, every wrong solution is caught) or the
 # boundary against its costliest attacks. `python -m pytest` runs a seeded sample of them beside every other test;
 # `--proofs=all` runs every one (CI does), `--proofs=none` none. Each group keeps SAMPLE[group] of its tests.
-SAMPLE = {"alternatives": 4, "wrong solutions": 2, "attacks": 3}  # wrong solutions: per lesson; the others in all
+SAMPLE = {"alternatives": 3, "wrong solutions": 1, "attacks": 2, "walks": 1}  # wrong solutions: per lesson; the others in all
 PROOF_TESTS = {  # file -> (group, the test functions that are proofs: None for every one in the file)
     "test_alternatives.py": ("alternatives", {"test_alternative_passes_every_check"}),
     "test_wrong_solutions.py": ("wrong solutions", {"test_wrong_solution_is_caught"}),
     "test_class_attacks.py": ("attacks", None),
     "test_devcheck.py": ("attacks", {"test_the_course_passes_its_own_dev_check"}),
-    "test_walk_to_lesson_8.py": ("attacks", None),
+    "test_walk_to_lesson_8.py": ("walks", None),  # the whole course, lesson 0 to 8, one `next` (a copier update) at a time
+    "test_student_day.py": ("walks", {"test_the_whole_course_with_start_check_apply_and_next"}),
     "test_machines.py": ("attacks", {"test_verdicts_are_the_same_with_the_linux_extras_off"}),
     "test_under_load.py": ("attacks", None),
     "test_clocks_blame.py": ("attacks", None),
