@@ -258,3 +258,17 @@ def test_a_grader_started_with_hangup_ignored_gives_the_code_default_signals(wor
                               text=True, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
         said = {check["id"]: check for check in json.loads(done.stdout)["checks"]}
         assert said["bash.signal"]["status"] == "passed", said["bash.signal"]["message"]
+
+
+def test_a_clean_up_after_the_clock_ran_out_keeps_the_timeout(workspace):
+    """gate.stash-scenario restores the person's answers in a `finally`. When the scenario's clock ran out, that second
+    call reached a worker still running the agent, which then asked the model: the check said "the worker asked the
+    model outside a run of the agent" instead of the timeout. A worker whose call ran out answers every later request
+    with that timeout."""
+    root = workspace(6, solved=True)
+    bash = root / "rover/tools/bash.py"
+    bash.write_text(bash.read_text() + "\n_real = run\n\ndef run(cwd, command, timeout=DEFAULT_TIMEOUT):\n"
+                    "    if 'pytest' in command:\n        import time\n        time.sleep(0.8)\n"
+                    "    return _real(cwd, command, timeout)\n")
+    [outcome] = run_checks(root, [check for check in kit.lesson(6).checks if check.id == "gate.stash-scenario"], time_limit=0.5, jobs=1)
+    assert outcome.status == "timeout" and outcome.message.startswith("still waiting after 0.5 s"), outcome

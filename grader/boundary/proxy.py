@@ -233,6 +233,7 @@ class Worker:
         os.set_blocking(self.orders, False)
         self.pid = 0  # the worker proper (the keeper's child), once it has said so
         self.spoiled = False  # True once the worker must not serve another check
+        self.ended_by: Exception | None = None  # the clock or the cap that ended its call: the check's verdict
         self.machine_fault = False  # True once the kernel's out-of-memory killer ended it
         self.exit: int | None = None  # the worker's exit status, as its keeper reported it
         self._chunks: list[bytes] = []
@@ -274,6 +275,8 @@ class Worker:
         return tree(self.keeper, include_root=not below)
 
     def request(self, op: str, clock: Clock, stopping, on_model=None, on_spy=None, **fields) -> dict:
+        if self.ended_by is not None:  # a check's clean-up asking again (a finally): the worker is still busy with
+            raise self.ended_by        # the call that ran out, and that is the check's verdict, not what it says next
         ident = os.urandom(12).hex()
         clock.waiting()
         self._send(json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n", clock, stopping)
@@ -377,8 +380,8 @@ class Worker:
                 raise Stopped()
             try:
                 clock.check()
-            except (CheckTimeout, MemoryExceeded):
-                self.spoiled = True
+            except (CheckTimeout, MemoryExceeded) as ended:
+                self.spoiled, self.ended_by = True, ended
                 raise
             ready = select.select(reading, writing, [], clock.left() or 0.05)
             if ready[0] or ready[1]:
