@@ -6,7 +6,8 @@ second each). The side's PATH now starts with a small `python` of its own (SHIM 
 with stdout not a terminal, it hashes everything the run depends on (its arguments, its environment less the
 per-check temp folders, every file under its working folder) and, if a run with that hash already finished in this
 grading run, prints what that one printed and exits as it did; otherwise it runs the real Python and keeps the
-result. Runs of one hash wait for each other (flock), so checks that start together still run the suite once.
+result. A run waits up to 2 s for another run of the same hash to finish (flock), so checks that start together mostly
+run the suite once; past that it runs its own (on a busy machine, waiting longer would eat the check's clock).
 
 What is never replayed (the real Python runs, exactly as before): any other command; a tree holding anything but
 plain files and folders, or over 2,000 of them, or a `__pycache__` (stale bytecode would make the hash lie); a run that wrote to stderr,
@@ -37,7 +38,7 @@ key=$( { printf '%s\0' "$real" "$@"; printf '\1'
          find . -mindepth 1 -printf '%y %m %p\0' | LC_ALL=C sort -z; printf '\1'
          find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum; } 2>/dev/null | sha256sum) || exec "$real" "$@"
 key=${key%% *}
-mkdir -p "$store" 2>/dev/null && exec 9>>"$store/$key.lock" && flock 9 2>/dev/null || exec "$real" "$@"
+mkdir -p "$store" 2>/dev/null && exec 9>>"$store/$key.lock" && flock -w 2 9 2>/dev/null || exec "$real" "$@"
 if [[ -f "$store/$key.code" ]]; then
     cat "$store/$key.out" && exit "$(<"$store/$key.code")"
 fi
