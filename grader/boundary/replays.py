@@ -1,8 +1,7 @@
 """Repeated `python -m pytest` runs of the same tree, replayed within one grading run.
 
-The scenarios of lessons 2-8 each start by running stash's test suite through the student's bash tool, on the same
-fresh copy of stash, so a lesson-8 check ran that same suite on the same files seven times (three quarters of a CPU
-second each). The side's PATH now starts with a small `python` of its own (SHIM below): for `python -m pytest ...`
+The scenarios of lessons 2-8 run stash's test suite through the student's bash tool: eight runs in a lesson-8
+check (three quarters of a CPU second each), five of them on the same unedited copy of stash. The side's PATH now starts with a small `python` of its own (SHIM below): for `python -m pytest ...`
 with stdout not a terminal, it hashes everything the run depends on (its arguments, its environment less the
 per-check temp folders, every file under its working folder) and, if a run with that hash already finished in this
 grading run, prints what that one printed and exits as it did; otherwise it runs the real Python and keeps the
