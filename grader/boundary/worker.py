@@ -33,7 +33,6 @@ import socket
 import sys
 import tempfile
 
-from grader.boundary import replays
 from grader.boundary.linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, extras, prctl
 from grader.boundary.processes import children, kill_tree
 from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, PREFIX
@@ -81,7 +80,6 @@ def main(argv: list[str]) -> None:
     _crash_log()
     # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    os.environ["PATH"] = replays.install(os.environ.get("HOME", ""), os.environ["PATH"])  # the same suite on the same files: once
     # No bytecode caches: a scripted edit can keep a file's size and land in the second its .pyc was written, and
     # Python would then run the old code (a correct tool failing the scenario only when it is fast).
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
