@@ -39,13 +39,36 @@ open(sys.argv[1], "w").write(json.dumps(out))
 @pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's boundary")
 def test_the_side_is_never_the_hosts_root_and_reaches_no_keyring(tmp_path):
     """Issue 25, door 1: a root grader's side was the host's uid 0 (core_pattern writable: the kernel ran the student's
-    script as real root; /etc/shadow- readable), and keyctl read the instructor's session keyring."""
+    script as real root; /etc/shadow- readable), and keyctl read the instructor's session keyring. Then it was the
+    host's nobody, whom daemons (and every other root grader's side) run as: now a uid of this grader's own."""
+    from grader.boundary.backends.identity import side_id
+
     out, _ = run_in_side(tmp_path, ROOTLESS)
-    assert out["host_uid"] != 0 and (os.geteuid() != 0 or out["host_uid"] == 65534), out
+    assert out["host_uid"] != 0 and out["host_uid"] == (side_id() if os.geteuid() == 0 else os.geteuid()), out
     assert out["core_pattern"] in ("Permission denied", "Read-only file system"), out
     assert out["sysctl"] == "Read-only file system" and out["sysrq"] != "ok", out
     assert not [name for name in out if name.endswith(" holds") and "root:" in out[name]], "masked, or out of reach"
     assert out["keyctl"] == "Operation not permitted"
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="a root grader on Linux hands the run folder to its side's uid")
+def test_a_root_graders_run_folder_is_no_other_users(tmp_path):
+    """The replay shim's attack helper: a root grader handed the run folder to the host's nobody, so any process
+    running as nobody (a daemon, another root grader's side) could enter it and rewrite what this side runs. The
+    side's host uid is the grader's own now: nobody is refused, and so is every other user."""
+    from grader.boundary.backends.identity import side_id
+
+    def look(folder):
+        owner = os.stat(folder.path).st_uid
+        probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-I", "-c",
+                                "import os, sys; open(os.path.join(sys.argv[1], 'home', 'planted'), 'w')", str(folder.path)],
+                               capture_output=True, text=True)
+        return owner, probe.returncode, probe.stderr.strip().splitlines()[-1:]
+
+    _, (owner, code, said) = run_in_side(tmp_path, "import sys; open(sys.argv[1], 'w').write('{}')", look)
+    assert owner == side_id() and owner not in (0, 65534)
+    assert code != 0 and "PermissionError" in said[0], said
 
 
 def test_every_start_holds_a_fresh_session_keyring_of_its_own():

@@ -2,8 +2,8 @@
 
 New user, PID, IPC, UTS, network (and, where allowed, cgroup) namespaces: no network at all, and no process of
 the grader's in view. An unprivileged uid inside (65534), which is never the host's root: where the grader is root,
-bwrap sets the sandbox up as root in a user namespace whose map we write (0 to 0, 65534 to 65534), and `setpriv`
-drops the side to 65534 before anything else runs (grader.boundary.backends.identity). /proc/sys is read-only, and
+bwrap sets the sandbox up as root in a user namespace whose map we write (0 to 0, 65534 to a host uid
+of the grader's own, identity.side_id()), and `setpriv` drops the side to 65534 before anything else runs (grader.boundary.backends.identity). /proc/sys is read-only, and
 the shadow files are masked. A fresh session keyring for every start, and a seccomp allow-list
 (grader.boundary.backends.seccomp). The system, the Python environment and the kit
 read-only, the workspace read-only, the run folder the only writable place (bound at its own path, so paths agree on
@@ -32,10 +32,10 @@ from grader.boundary.backends.process import Processes
 from grader.boundary.runfolder import MARK, RunFolder
 
 NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try")
-NOBODY = str(identity.SIDE)
+NOBODY = str(identity.INSIDE)
 HIDDEN = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")  # masked whoever the side is
 READ_ONLY_PROC = ("/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq")  # the kernel's knobs: never written from inside
-ROOT_MAP = f"0 0 1\n{NOBODY} {NOBODY} 1\n"  # as root: bwrap sets up as the host's root, the side is 65534 on the host
+ROOT_MAP = "0 0 1\n{inside} {outside} 1\n"  # as root: bwrap sets up as the host's root, the side is identity.side_id() there
 DROP = ("--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", "--")  # setpriv's, before the side's first command
 INSTALL = "bubblewrap is not installed: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap)"
 JANITOR = ("import os, sys, time\nif not os.read(0, 1):  # EOF without a word: the grader died\n"
@@ -183,7 +183,7 @@ class Bwrap(Processes):
 
 
 def _map_user(release: int, info: int) -> None:
-    """Write the side's user namespace map (0 and 65534, each to itself), let bwrap go on, and read what it says to
+    """Write the side's user namespace map (0 to itself, 65534 to the side's host uid), let bwrap go on, and read what it says to
     the end (a pipe left unread would end bwrap by SIGPIPE)."""
     said = b""
     while not (found := re.search(rb'"child-pid"\s*:\s*(\d+)', said)):
@@ -193,7 +193,7 @@ def _map_user(release: int, info: int) -> None:
         said += chunk
     for name in ("uid_map", "gid_map"):
         with open(f"/proc/{int(found.group(1))}/{name}", "w") as mapping:
-            mapping.write(ROOT_MAP)
+            mapping.write(ROOT_MAP.format(inside=NOBODY, outside=identity.side_id()))
     os.write(release, b"1")
     while os.read(info, 4096):
         pass

@@ -2,10 +2,13 @@
 
 A grader run as root (a root shell, a container, an autograder's setup) would make the side's uid in its user
 namespace the host's uid 0: the owner of /proc/sys, so `core_pattern` was writable and the kernel ran a script of the
-student's as real root. There the side runs as SIDE (65534, nobody) on the host instead (grader.boundary.backends.bwrap
-maps it), and every file and folder the grader makes for it in the run folder is handed to SIDE, so the side can
+student's as real root. There the side is nobody (65534) in its namespace and, on the host, a uid of this grader's
+own (side_id(): unused, drawn at random from a range no distribution, systemd or container manager hands out; bwrap
+maps it), and every file and folder the grader makes for it in the run folder is handed to that uid, so the side can
 write there as it could when grader and side shared one uid; root-only files (/etc/shadow-, /proc/sys) are out of
-its reach by their owner alone. A grader run by an ordinary user gives the side that user's uid, as before.
+its reach by their owner alone. Not the host's nobody: daemons run as nobody, and so did every other root grader's
+side, and the run folder (0700, but the side's) was theirs to enter and rewrite. A grader run by an ordinary user
+gives the side that user's uid, as before.
 
 Keyrings are no namespace's: a process holds its session keyring across every boundary. The side is started from a
 thread that first joins a new, empty session keyring for each start (credentials are per thread in Linux, and a child
@@ -13,12 +16,14 @@ takes its creator thread's), so the grader's own keys, and the instructor's, are
 """
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import threading
 from typing import Callable, TypeVar
 
-SIDE = 65534  # the host uid and gid of the side when the grader is root
+INSIDE = 65534  # the side's uid and gid within its user namespace when the grader is root (nobody)
+SIDE_IDS = (0x7000_0000, 0x7FF0_0000)  # where side_id() draws from: above systemd's container ranges, below its own
 KEYCTL_JOIN_SESSION_KEYRING = 1
 Result = TypeVar("Result")
 
@@ -27,16 +32,38 @@ def grader_is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
+@functools.cache
+def side_id() -> int:
+    """The host uid (and gid) of this grader's side when it is root: one no user or group of this machine has, drawn
+    once per grader process, so nothing else on the host runs as it."""
+    import grp
+    import pwd
+    import secrets
+
+    while True:
+        number = SIDE_IDS[0] + secrets.randbelow(SIDE_IDS[1] - SIDE_IDS[0])
+        if not (_known(pwd.getpwuid, number) or _known(grp.getgrgid, number)):
+            return number
+
+
+def _known(lookup, number: int) -> bool:
+    try:
+        lookup(number)
+        return True
+    except KeyError:
+        return False
+
+
 def hand_over(fd: int) -> None:
     """Give a file or folder the grader made for the side (by its fd) to the side's uid, where the grader is root."""
     if grader_is_root():
-        os.fchown(fd, SIDE, SIDE)
+        os.fchown(fd, side_id(), side_id())
 
 
 def hand_over_entry(name: str, dir_fd: int | None = None) -> None:
     """The same for an entry by name (never following a link: a link itself is handed over)."""
     if grader_is_root():
-        os.chown(name, SIDE, SIDE, dir_fd=dir_fd, follow_symlinks=False)
+        os.chown(name, side_id(), side_id(), dir_fd=dir_fd, follow_symlinks=False)
 
 
 def in_fresh_keyring(start: Callable[[], Result]) -> Result:
