@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import kit
+from grader.boundary.runfolder import PREFIX
 from grader.grading.lab import MESSAGE_LIMIT
 from tests.conftest import FIXTURES
 
@@ -226,7 +227,10 @@ def test_an_interrupted_check_stops_at_once_and_leaves_nothing(workspace, tmp_pa
     temp.mkdir()
     grader = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--gradescope", str(results)], cwd=root,
                               env={**os.environ, "TMPDIR": str(temp), "WORKSHOP_TEST_TAG": tag}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.2)  # mid-run: the slow checks are under way
+    deadline = time.monotonic() + 60  # mid-run: under load the imports alone can take over a second
+    while not any(name.startswith(PREFIX) for name in os.listdir(temp)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the checks are under way
     started = time.monotonic()
     for name in signals:
         grader.send_signal(getattr(signal, name))
