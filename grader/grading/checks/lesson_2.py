@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from grader.grading.checks import Lab, Result, check, excerpt, expect, result_text, tool_results
+from grader.grading.checks import CheckFailed, Lab, Result, check, excerpt, expect, result_text, tool_results
 from grader.grading.checks.notices import expect_notice_format, expect_spill, parse, tidy
 
 CAP_BYTES = 51_200
@@ -203,7 +203,16 @@ TICKER = "python -c \"import itertools, time\nfor n in itertools.count(): print(
 def timeout_while_printing(lab: Lab) -> None:
     # a line every millisecond: never a quiet moment to a reader that waits for one, and little CPU (a bash loop
     # printing flat out took both cores for the 2 s, starving every other check)
-    result, took = lab.timed("bash", command=TICKER, timeout=2)
+    from grader.boundary.clocks import CheckTimeout
+
+    try:
+        result, took = lab.timed("bash", command=TICKER, timeout=2)
+    except CheckTimeout as late:  # the check's own clock, not the tool's 2 s, ended the command: say which clock failed
+        if late.kind == "busy":
+            raise
+        raise CheckFailed("a command that never stops printing, run with timeout 2, was still running when the check's own "
+                          "clock ran out: the tool's timeout never fired; read the clock on every round of the read loop, "
+                          "not only when the pipe is quiet") from None
     tidy(parse(result), lab)
     found = parse(result).find("Command timed out")
     expect(result.is_error and found and float(found.group(1)) == 2, f"expected an is_error result ending 'Command timed out after 2 seconds', got {excerpt(result.text[-100:])}")
@@ -257,7 +266,8 @@ def drain_after_exit(lab: Lab) -> None:
 # A job left behind that prints without pause, and its own witness of how the tool read it. Its stdout is the tool's pipe:
 # it makes it a packet pipe (O_DIRECT: a read takes one write at most) of 256 packets of 2048 short lines each, and fills
 # it before bash may exit, so a tool that reads while select(..., 0) says there is data always finds some, as long as
-# the job gets a CPU once in the ~0.2 s a reader takes to empty it. It looks at the pipe (FIONREAD) before and after
+# the job gets a CPU once in the time a reader takes to empty it (~0.2 s feeding Tail; a few ms for a lean tail of the
+# student's own, so the job writes up to 16 packets a call: one system call to the reader's sixteen). It looks at the pipe (FIONREAD) before and after
 # each write, and reports in `drained`: how it ended (the tool closed the pipe, the check said stop, its life after
 # bash's exit or its byte budget ran out), how long after bash exited it first found the pipe dry (the machine kept
 # it from a CPU: nothing can be concluded), and the latest moment after bash's exit after which the tool was seen to
@@ -271,6 +281,7 @@ try:
     fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
 except OSError:
     pass
+size = fcntl.fcntl(1, 1032)  # F_GETPIPE_SZ
 packet, bash, start = b"t\\n" * 2048, os.getppid(), time.monotonic()
 left, exited, dry, read_after, ended = 32 << 20, None, None, 0.0, "life"
 poller = select.poll()
@@ -309,14 +320,15 @@ while True:
     if left <= 0:
         ended = "budget"
         break
+    burst = packet * max(1, min(16, (size - q) // len(packet) - 2))  # what fits, less a slot for bash's last line
     try:
-        os.write(1, packet)
+        os.write(1, burst)
     except BrokenPipeError:
         ended = "closed"
         break
-    left -= len(packet)
+    left -= len(burst)
     last_t, last_q = time.monotonic(), queued()
-    if exited is not None and dry is None and last_q <= len(packet):
+    if exited is not None and dry is None and last_q <= len(burst):
         dry = last_t - exited
 with open("drained.part", "w") as report:
     report.write(f"{ended} {-1 if dry is None else dry:.3f} {read_after:.3f}")
