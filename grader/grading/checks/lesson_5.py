@@ -97,6 +97,10 @@ def gitignore(lab: Lab) -> None:
     lab.file("plain/.gitignore", "*.log\n")  # no .git anywhere: a .gitignore still counts (--no-require-git)
     lab.file("plain/app.py", f"{other}\n")
     lab.file("plain/debug.log", f"{other}\n")
+    kept, _ = matches(lab.ok("search", pattern=other, path="plain"))
+    expect(f"plain/debug.log:1: {other}" not in kept,
+           f"search(pattern={other!r}, path='plain') shows plain/debug.log, which plain/.gitignore ignores ('*.log'): the folder is "
+           "in no git repository, and there rg honours a .gitignore only when given --no-require-git")
     found(lab, [f"plain/app.py:1: {other}"], pattern=other, path="plain")
     for n in range(700):  # 700 complaints about bad .gitignore lines on rg's stderr: more than a pipe holds
         lab.file(f"noisy/d{n:03}_{'x' * 60}/.gitignore", "broken[glob\n")
@@ -179,7 +183,8 @@ def fallback_(lab: Lab) -> None:
     files, answer = layout(word)
     tree(lab, {**files, ".gitignore": "*.log\nbuild/\n", "debug.log": f"{word}\n", "build/gen.py": f"{word}\n",
                "logo.png": b"\x89PNG\0\0" + word.encode() + b"\n", "cli.py": f"parser.add_argument('-{word}')\n" * 3,
-               "late.bin": f"{word} line\n".encode() * 300 + b"\0\n"})  # a NUL within the first 8 KB, after the matches
+               "late.bin": f"{word} line\n".encode() * 300 + b"\0\n",  # a NUL within the first 8 KB, after the matches
+               "notes.txt": f"page one\x0c{word} after a form feed\nsep\u2028{word} after a line separator\n"})  # one line each to rg (str.splitlines makes two)
     queries = [{"pattern": word}, {"pattern": f"-{word}"}, {"pattern": word, "limit": 2}, {"pattern": word.upper(), "ignore_case": True, "glob": "*.py"},
                {"pattern": f"{word}(", "literal": True}, {"pattern": f"{word}("}, {"pattern": token()}, {"pattern": word, "path": "pkg"},
                {"pattern": word, "path": "./pkg"}, {"pattern": word, "path": "pkg/"}]

@@ -238,6 +238,15 @@ def always(lab: Lab) -> None:
     expect(not second.get("is_error"),
            f"after 'always', `touch {made}` is allowed ({shown(added)} was added): asked again with nobody there, it should run "
            f"without a question, but it answered {excerpt(second.get('text'))}")
+    once = name()  # "y" runs it this once and remembers nothing
+    answers = lab.call(PROBE, "answer_always", f"touch {once}", str(lab.tmp), str(rules), "y")
+    expect(isinstance(answers, list) and len(answers) == 2, f"the two calls came back as {shown(answers)}")
+    expect(lab.files.exists(once), f"answered 'y', `touch {once}` should run; it answered {excerpt(answers[0].get('text'))}")
+    kept = parsed(lab.files.read_text(rules))
+    expect(kept == after, f"answered 'y', `touch {once}` runs once and nothing is remembered; but rover/permissions.toml changed: "
+                          f"allow went from {shown(after.get('allow'), 300)} to {shown(kept.get('allow'), 300)}")
+    expect(answers[1].get("is_error"), f"answered 'y' once, `touch {once}` asked again with nobody there should be refused "
+                                       f"(an is_error result), but it answered {excerpt(answers[1].get('text'))}")
 
 
 @check("gate.remember")

@@ -24,8 +24,8 @@ def keeping_input(module: str, function: str, *args: Any) -> dict:
     return {**answer, "args_after": list(args)}
 
 
-def answer_always(command: str, cwd: str, rules_file: str) -> list[dict]:
-    """Run `command` through the registry with the person answering "always", then again with nobody there.
+def answer_always(command: str, cwd: str, rules_file: str, first: str = "always") -> list[dict]:
+    """Run `command` through the registry with the person answering `first` ("always", or "y"), then again with nobody there.
 
     The gate's rules file is pointed at `rules_file` (a copy in the check's folder) for this worker only,
     also where a function took it as its default argument.
@@ -42,7 +42,7 @@ def answer_always(command: str, cwd: str, rules_file: str) -> list[dict]:
                                           for value in defaults)
     answers, before = [], person.script([])
     try:
-        for script in (["always"], []):
+        for script in ([first], []):
             person.script(script)
             result = execute("bash", {"command": command}, Path(cwd))
             answers.append({"text": str(result.text), "is_error": bool(result.is_error)})

@@ -20,8 +20,11 @@ def write_atomic(path: Path, data: bytes) -> None:
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode(target)
-    if mode is not None and (not mode & 0o222 or not os.access(target, os.W_OK)):
+    if mode is not None and not mode & 0o222:
         raise ToolError(f"{path} is read-only (mode {mode:o}), so it was left unchanged. Make it writable first.")
+    if mode is not None and not os.access(target, os.W_OK):  # the bits allow it: another user's file, or a read-only disk
+        raise ToolError(f"{path} cannot be written here (its mode {mode:o} allows it, but it is another user's file or on a "
+                        "read-only file system), so it was left unchanged.")
     temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     # O_EXCL: never reuse a file someone else made. 0o666: the kernel applies the umask, as for any new file.
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
