@@ -151,10 +151,12 @@ def test_a_named_hint_and_a_level(started):
     assert run("hint", "read.binary", "--level", "9").exit_code == 2
 
 
-def test_no_hint_needed_when_all_pass(started):
+def test_no_hint_needed_when_all_pass(started, monkeypatch):
     started(1, solved=True)
     assert "no hint needed" in run("hint").output
     started(len(kit.lessons()) - 1, solved=True)
+    # the last lesson's own checks stand for all 127 (graded in full above for lesson 1, and by check's tests): 3 CPU s, not 13
+    monkeypatch.setattr("grader.commands.hint.grade", lambda workspace: grade(workspace, only=workspace.lesson))
     last = run("hint").output
     assert "no hint needed" in last and "workshop next" not in last, "there is no next at the last lesson"
 
