@@ -71,6 +71,26 @@ def test_a_root_graders_run_folder_is_no_other_users(tmp_path):
     assert code != 0 and "PermissionError" in said[0], said
 
 
+def test_the_sides_uid_is_no_one_elses(tmp_path, monkeypatch):
+    """Drawn where no passwd or group entry is, and outside the ranges /etc/subuid and /etc/subgid hand to users'
+    own namespaces (the uid attack helper: rootless podman's or LXD's ids were not looked at)."""
+    from grader.boundary.backends import identity
+
+    low, high = identity.SIDE_IDS[0], identity.SIDE_IDS[0] + 20  # a range of 20, so that draws land in its gap
+    monkeypatch.setattr(identity, "SIDE_IDS", (low, high))
+    (tmp_path / "subuid").write_text(f"alice:{low}:10\nbroken line\n")
+    (tmp_path / "subgid").write_text(f"bob:{high - 5}:5\n")
+    monkeypatch.setattr(identity, "SUBORDINATE", (str(tmp_path / "subuid"), str(tmp_path / "subgid")))
+    for _ in range(5):
+        identity.side_id.cache_clear()
+        assert low + 10 <= identity.side_id() < high - 5
+    (tmp_path / "subgid").write_text(f"bob:{low + 10}:10\n")  # every id taken: one clear error, not an endless draw
+    identity.side_id.cache_clear()
+    with pytest.raises(OSError, match="no unused uid"):
+        identity.side_id()
+    identity.side_id.cache_clear()
+
+
 def test_every_start_holds_a_fresh_session_keyring_of_its_own():
     """The side is started from a thread that joined a new session keyring: nothing of the grader's is in it."""
     import ctypes

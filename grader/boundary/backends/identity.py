@@ -24,6 +24,8 @@ from typing import Callable, TypeVar
 
 INSIDE = 65534  # the side's uid and gid within its user namespace when the grader is root (nobody)
 SIDE_IDS = (0x7000_0000, 0x7FF0_0000)  # where side_id() draws from: above systemd's container ranges, below its own
+SUBORDINATE = ("/etc/subuid", "/etc/subgid")  # ranges handed to users' own namespaces (podman, LXD): never drawn
+DRAWS = 1000  # draws before side_id() gives up (a machine whose every id in the range is someone's)
 KEYCTL_JOIN_SESSION_KEYRING = 1
 Result = TypeVar("Result")
 
@@ -40,10 +42,29 @@ def side_id() -> int:
     import pwd
     import secrets
 
-    while True:
+    handed = _subordinate()
+    for _ in range(DRAWS):
         number = SIDE_IDS[0] + secrets.randbelow(SIDE_IDS[1] - SIDE_IDS[0])
-        if not (_known(pwd.getpwuid, number) or _known(grp.getgrgid, number)):
+        if not (any(start <= number < end for start, end in handed) or _known(pwd.getpwuid, number)
+                or _known(grp.getgrgid, number)):
             return number
+    raise OSError(f"no unused uid in {SIDE_IDS[0]:#x}-{SIDE_IDS[1]:#x} for the student's side: every one drawn is a user's, "
+                  f"a group's or in {' or '.join(SUBORDINATE)}")
+
+
+def _subordinate() -> list[tuple[int, int]]:
+    """The id ranges /etc/subuid and /etc/subgid hand out (`name:start:count` lines), as (start, end)."""
+    ranges = []
+    for path in SUBORDINATE:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as lines:
+                for line in lines:
+                    parts = line.strip().split(":")
+                    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                        ranges.append((int(parts[1]), int(parts[1]) + int(parts[2])))
+        except OSError:
+            pass
+    return ranges
 
 
 def _known(lookup, number: int) -> bool:
