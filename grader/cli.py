@@ -5,6 +5,7 @@ import sys
 
 def _interrupted_while_starting(signum, frame) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exec("")  # grader.ctrl_c.forget_interrupts, before it can be imported: else CPython may exit by SIGINT, not 130
     sys.stderr.write("\nworkshop: interrupted\n")
     raise SystemExit(130)
 
@@ -27,7 +28,7 @@ def refuse_native_windows() -> None:
 
 refuse_native_windows()  # before importing anything that needs a POSIX system (fork, signals, fcntl)
 
-from grader.ctrl_c import exits_quietly, ignore_ctrl_c, loaded, stop  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
+from grader.ctrl_c import exits_quietly, forget_interrupts, ignore_ctrl_c, loaded, stop  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
 
 import click  # noqa: E402
 
@@ -84,6 +85,7 @@ def run() -> None:
         stop()  # `finally` on the way out): Python would end the process by SIGINT (status -2), with no word
     finally:
         ignore_ctrl_c()
+        forget_interrupts()  # a Ctrl-C a command caught and turned into its own exit stays that exit
 
 
 if __name__ == "__main__":

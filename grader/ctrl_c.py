@@ -49,7 +49,15 @@ def ignore_ctrl_c() -> None:
 def stop(message: str = "interrupted") -> NoReturn:
     """Leave with status 130; a second Ctrl-C on the way out changes nothing."""
     ignore_ctrl_c()
+    forget_interrupts()
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"\nworkshop: {message}\n")
         sys.stderr.flush()
     raise SystemExit(INTERRUPTED)
+
+
+def forget_interrupts() -> None:
+    """CPython marks a KeyboardInterrupt that ends code run from a string (dataclasses and namedtuple build their
+    methods so, and copier's imports make many) as unhandled even once it is caught, and at exit then kills the
+    process by SIGINT: status -2, not 130, after "workshop: interrupted". Running a string clears the mark."""
+    exec("")

@@ -221,6 +221,19 @@ def test_ctrl_c_in_the_middle_of_next_leaves_nothing_behind(started, tmp_path):
         shutil.rmtree(scratch)
 
 
+def test_a_ctrl_c_that_lands_in_code_run_from_a_string_still_exits_130(tmp_path):
+    """The rehearsals' `next` flake (status -2 after "workshop: interrupted"): CPython marks a KeyboardInterrupt that
+    ends code run from a string (dataclasses build their methods so, and copier's imports make many) as unhandled even
+    once caught, and a program run with -m (as `python -m grader.cli`) then exits by SIGINT. Both ways the kit stops
+    clear the mark."""
+    land = "exec('import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(10 ** 7): pass')"
+    (tmp_path / "quietly.py").write_text(f"from grader.ctrl_c import exits_quietly, loaded\nloaded()\nwith exits_quietly():\n    {land}\n")
+    (tmp_path / "stopped.py").write_text(f"from grader.ctrl_c import loaded, stop\nloaded()\ntry:\n    {land}\nexcept KeyboardInterrupt:\n    stop()\n")
+    for module in ("quietly", "stopped"):
+        done = subprocess.run([sys.executable, "-m", module], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 130 and "workshop: interrupted" in done.stderr, (module, done.returncode, done.stderr[-500:])
+
+
 def test_ctrl_c_while_the_imports_load_is_quiet(started):
     root = started(1)
     for command in (["status"], ["check"], ["next", "--force"]):
