@@ -75,6 +75,7 @@ def test_the_sides_uid_is_no_one_elses(tmp_path, monkeypatch):
     """Drawn where no passwd or group entry is, and outside the ranges /etc/subuid and /etc/subgid hand to users'
     own namespaces (the uid attack helper: rootless podman's or LXD's ids were not looked at)."""
     from grader.boundary.backends import identity
+    from grader.errors import WorkshopError
 
     low, high = identity.SIDE_IDS[0], identity.SIDE_IDS[0] + 20  # a range of 20, so that draws land in its gap
     monkeypatch.setattr(identity, "SIDE_IDS", (low, high))
@@ -86,7 +87,7 @@ def test_the_sides_uid_is_no_one_elses(tmp_path, monkeypatch):
         assert low + 10 <= identity.side_id() < high - 5
     (tmp_path / "subgid").write_text(f"bob:{low + 10}:10\n")  # every id taken: one clear error, not an endless draw
     identity.side_id.cache_clear()
-    with pytest.raises(OSError, match="no unused uid"):
+    with pytest.raises(WorkshopError, match="no unused uid"):
         identity.side_id()
     identity.side_id.cache_clear()
 

@@ -48,8 +48,10 @@ def side_id() -> int:
         if not (any(start <= number < end for start, end in handed) or _known(pwd.getpwuid, number)
                 or _known(grp.getgrgid, number)):
             return number
-    raise OSError(f"no unused uid in {SIDE_IDS[0]:#x}-{SIDE_IDS[1]:#x} for the student's side: every one drawn is a user's, "
-                  f"a group's or in {' or '.join(SUBORDINATE)}")
+    from grader.errors import WorkshopError
+
+    raise WorkshopError(f"no unused uid for the student's side between {SIDE_IDS[0]:#x} and {SIDE_IDS[1]:#x} ({DRAWS:,} drawn, "
+                        f"each a user's, a group's or in {' or '.join(SUBORDINATE)}); grade as an ordinary user instead of root")
 
 
 def _subordinate() -> list[tuple[int, int]]:
