@@ -89,6 +89,13 @@ def test_the_sides_uid_is_no_one_elses(tmp_path, monkeypatch):
     identity.side_id.cache_clear()
     with pytest.raises(WorkshopError, match="no unused uid"):
         identity.side_id()
+    if identity.grader_is_root():  # a run folder begun for a side with no uid is removed again
+        from grader.boundary.runfolder import RunFolder
+
+        monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+        with pytest.raises(WorkshopError):
+            RunFolder()
+        assert not [path for path in tmp_path.iterdir() if path.name.startswith("workshop-check-")]
     identity.side_id.cache_clear()
 
 

@@ -35,10 +35,15 @@ class RunFolder:
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
-        hand_over(self.fd)  # a root grader's side is 65534 on the host: what the grader makes for it is 65534's
         self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
-        for folder in (self.tmp, self.home, self.shm):
-            self._made(folder)
+        try:
+            hand_over(self.fd)  # a root grader's side has a host uid of its own: what the grader makes for it is that uid's
+            for folder in (self.tmp, self.home, self.shm):
+                self._made(folder)
+        except BaseException:  # no uid free, a full disk: nothing of a run that never began is left behind
+            os.close(self.fd)
+            remove_tree(self.path)
+            raise
         self.token = os.urandom(8).hex()
         self._numbers = itertools.count(1)  # next() on it is atomic: lanes make folders at once
         from grader.boundary.folder_caps import DiskWatch
