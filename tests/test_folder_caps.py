@@ -75,6 +75,25 @@ def test_only_the_check_that_owns_the_overflow_is_stopped(folder):
     assert shared
 
 
+def test_a_folder_removed_since_the_walk_is_no_ones_overflow(folder, monkeypatch):
+    """A failed worker's folder is removed while still claimed; a walk that began before the removal still counts it,
+    and must not stop every other check as no one's overflow (issue 26's load run: a flood at one spawned worker's
+    import failed three checks)."""
+    import shutil
+
+    from grader.boundary import folder_caps
+
+    write(folder.path / "scratch-2" / "hoard", 6 * MiB)
+    watch = DiskWatch(folder, bytes_cap=4 * MiB)
+    with watch.claim(["scratch-2"]):
+        assert watch.over([], {"check-1"}, fresh=True) is None, "claimed: its own clock stops it"
+        seen = measure(folder.fd)  # a walk that began before the removal
+        shutil.rmtree(folder.path / "scratch-2")
+        watch.gone("scratch-2")
+    monkeypatch.setattr(folder_caps, "measure", lambda fd, cap: seen)  # ... and ends after it
+    assert watch.over([], {"check-1"}, fresh=True) is None and watch.over([], {"scratch-2"}, fresh=True) is None
+
+
 def test_deleted_files_still_open_count_and_the_clock_kills_its_tree(folder):
     holder = subprocess.Popen([sys.executable, "-c", "import os, sys, time\n"
                                f"fd = os.open({str(folder.tmp / 'gone')!r}, os.O_CREAT | os.O_WRONLY)\n"

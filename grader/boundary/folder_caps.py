@@ -58,6 +58,7 @@ class DiskWatch:
         self._claims = threading.Lock()
         self._size, self._at, self._serves = Size(), -STALE, FRESH
         self._claimed: Counter = Counter()  # top-level names a running check's clock answers for
+        self._gone: set[str] = set()  # top-level names removed since (never reused): a walk's figures for them are stale
         self._free = _free(self.path)  # the file system's free bytes as the run began
 
     def size(self, fresh: bool = False) -> Size:
@@ -86,11 +87,16 @@ class DiskWatch:
             with self._claims:
                 self._claimed.subtract(names)
 
+    def gone(self, name: str) -> None:
+        """The top-level folder `name` was removed: figures from a walk that still saw it count it no more."""
+        with self._claims:
+            self._gone.add(name)
+
     def over(self, procs: list, mine=frozenset(), fresh: bool = False) -> tuple[str, bool] | None:
         """None while the folder is within its caps; else (what was exceeded, shared) if the clock that owns `mine`
         (top-level names) and measures `procs` must stop its code: the folder that holds the most is one of its own,
         or no running check's (`shared`: HOME, TMPDIR, a file at the top; the whole run must stop)."""
-        size = self.size(fresh)
+        size = self._present(self.size(fresh))
         deleted = sum(open_deleted([proc.pid for proc in procs], self.path).values())
         if size.complete and size.entries <= self.entries_cap and size.bytes + deleted <= self.bytes_cap:
             return None
@@ -105,6 +111,19 @@ class DiskWatch:
         if heaviest not in mine and not fresh:  # figures may predate a failed check's folders, removed since: look again
             return self.over(procs, mine, fresh=True)
         return self._say(size, deleted, heaviest), shared and heaviest not in mine
+
+    def _present(self, size: Size) -> Size:
+        """The figures without the folders removed since the walk that made them."""
+        with self._claims:
+            stale = [name for name in self._gone if name in size.by_bytes or name in size.by_entries]
+        if not stale:
+            return size
+        by_bytes, by_entries = size.by_bytes.copy(), size.by_entries.copy()
+        for name in stale:
+            by_bytes.pop(name, None)
+            by_entries.pop(name, None)
+        return Size(size.bytes - sum(size.by_bytes[name] for name in stale),
+                    size.entries - sum(size.by_entries[name] for name in stale), size.complete, by_bytes, by_entries)
 
     def hidden(self) -> str | None:
         """None, unless the file system lost more than HIDDEN bytes since the run began beyond what the run folder holds

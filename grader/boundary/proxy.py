@@ -213,10 +213,10 @@ class Worker:
         self.scratch = run.folder("scratch")
         self.workspace = zygote.workspace
         self.zygote = zygote
-        # its folder is its own to answer for from its first moment (a spawned worker imports the rover as it is born),
-        # until start() is over: no other clock ever sees what its import writes as no one's
-        self._starting = contextlib.ExitStack()
-        self._starting.enter_context(run.disk.claim((self.scratch.name,)))
+        # its folder is its own to answer for from its first moment (a spawned worker imports the rover as it is born)
+        # until discard() has removed it: no other clock ever sees what it wrote as no one's
+        self._claim = contextlib.ExitStack()
+        self._claim.enter_context(run.disk.claim((self.scratch.name,)))
         orders_read, self.orders = os.pipe()
         self.answers, answers_write = os.pipe()
         life_read, self.life = os.pipe()
@@ -225,7 +225,7 @@ class Worker:
         except BaseException:
             for fd in (self.orders, self.answers, self.life):
                 os.close(fd)
-            self._starting.close()
+            self._claim.close()
             raise
         finally:
             for fd in (orders_read, answers_write, life_read):
@@ -244,15 +244,13 @@ class Worker:
         """Wait for the worker to answer (forked, it has the rover imported already; spawned, it imports it now)."""
         mine = (self.scratch.name,)  # a spawned worker imports the rover again: its files are its own to answer for
         clock = self.clock(limit).watching(self.zygote.run.disk, mine, self.zygote.run.memory)
-        with self._starting:  # claimed since the worker was born; until its folder is gone, if the import fails
-            try:
-                answer = self.request("import", clock, stopping)
-                clock.last_look()
-            except BaseException:
-                self.zygote.run.memory.forget(clock)
-                self.stop()
-                remove_tree(self.scratch)
-                raise
+        try:
+            answer = self.request("import", clock, stopping)
+            clock.last_look()
+        except BaseException:
+            self.zygote.run.memory.forget(clock)
+            self.discard()
+            raise
         raised = answer.get("raised")
         if isinstance(raised, dict):  # spawned: its own import failed where the zygote's had passed
             self._lose(f"a fresh worker's import of rover raised {str(raised.get('type'))[:80]} "
@@ -330,7 +328,6 @@ class Worker:
         if self._stopped:
             return
         self._stopped = True
-        self._starting.close()
         try:
             os.write(self.life, b"q")  # a planned stop: the keeper sweeps its tree and exits
         except OSError:
@@ -344,6 +341,16 @@ class Worker:
             kill_tree([self.keeper])
         for fd in (self.orders, self.answers, self.life):
             os.close(fd)
+
+    def discard(self) -> None:
+        """Stop it and remove its folder, which counts no more; only then does its claim on the folder end (released
+        first, another check's clock could find the folder's files in its figures and take them for no one's)."""
+        self.stop()
+        try:
+            remove_tree(self.scratch)
+            self.zygote.run.disk.gone(self.scratch.name)
+        finally:
+            self._claim.close()
 
     # --- the wire ---------------------------------------------------------------------------
 

@@ -267,8 +267,7 @@ class _Run:
         try:
             worker.start(IMPORT_LIMIT, self.stopping)
         except BaseException:
-            worker.stop()
-            remove_tree(worker.scratch)  # what its import wrote counts no more
+            worker.discard()  # what its import wrote counts no more
             raise
         return worker
 
@@ -309,11 +308,11 @@ class _Run:
                     message = own_words(message)  # the machine's faults are the grader's to name, never the code's
                 self.folder.memory.forget(clock)  # however it ended, its tree no longer counts in the run's
                 lab.close()
-                remove_tree(tmp.path)
-                remove_tree(temp.path)
+                for folder in (tmp.path, temp.path):  # removed while still claimed: never seen as no one's
+                    remove_tree(folder)
+                    self.folder.disk.gone(folder.name)
                 if worker.spoiled:  # it serves no other check: what it left in its working folder counts no more
-                    worker.stop()
-                    remove_tree(worker.scratch)
+                    worker.discard()
         return Outcome(check, status, _cut(message), time.monotonic() - started)
 
     def _late(self, late: CheckTimeout, worker: Worker) -> str:
