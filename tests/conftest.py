@@ -50,6 +50,7 @@ PROOF_TESTS = {  # file -> (group, the test functions that are proofs: None for 
     "test_under_load.py": ("attacks", None),
     "test_clocks_blame.py": ("attacks", None),
 }
+FUZZ_FILES = {"test_fuzz_tools.py"}  # every run fuzzes, on a quarter of the inputs but under --proofs=all
 HEAVY_ATTACK_FILES = {"test_sandbox.py", "test_start_modes.py"}  # there, the tests marked slow are the proofs
 SEED = "WORKSHOP_PROOFS_SEED"  # how the seed reaches xdist's workers, which must all draw the same sample
 
@@ -104,17 +105,7 @@ def _sample(items: list, seed: int) -> list:
     return kept
 
 
-# The files whose tests take longest (browsers, wheel builds, whole gradings), handed out first: xdist gives tests to
-# its workers in this order as they free up, so the end of the run is short tests on both cores, not one core alone
-# with a long one (issue 26: 30-40 s of a run with one core idle).
-LONGEST_FIRST = ("test_board_browser.py", "test_transcript_browser.py", "test_workflow.py", "test_machines.py",
-                 "test_packaging.py", "test_alternatives.py", "test_student_day.py", "test_sandbox.py", "test_relay.py",
-                 "test_newuser_day.py", "test_bulk.py", "test_real_life.py", "test_runner.py", "test_cli.py")
-
-
 def pytest_collection_modifyitems(config, items) -> None:
-    rank = {name: number for number, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
@@ -122,6 +113,9 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.proof)
     tier = config.getoption("proofs")
     if tier == "all":
+        for item in items:  # drawn in full, the fuzzing is a proof too: `-m proof --proofs=all` (CI) runs it
+            if item.path.name in FUZZ_FILES:
+                item.add_marker(pytest.mark.proof)
         return
     proofs = [item for item in items if proof_group(item)]
     kept = set(_sample(proofs, int(os.environ[SEED]))) if tier == "sample" else set()

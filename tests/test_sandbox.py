@@ -210,7 +210,7 @@ def test_a_killed_grader_leaves_no_score_and_no_process(workspace, tmp_path):
     time.sleep(1.0)
     grader.kill()
     out, _ = grader.communicate()
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 10  # the keepers' sweep needs a CPU: on a loaded machine 3 s was not always enough
     while (tagged(tag) or os.listdir(temp)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert out == b"" and not results.exists()
