@@ -77,6 +77,9 @@ def test_a_spawned_worker_is_a_fresh_interpreter_and_goes_with_its_keeper(render
         assert "ok" in zygote.imported(30, stopping)
         worker = Worker(run, zygote, stopping)
         worker.start(30, stopping)
+        # its folder is claimed only while a clock watches it (its import): an idle or stopped worker's folder that
+        # grows is no one's and stops the run (an attack wrote 1.5 GB into a stopped worker's claimed folder)
+        assert run.disk._claimed[worker.scratch.name] <= 0
         roles = [process(pid).cmdline()[5] for pid in (worker.keeper, worker.pid)]
         assert roles == (["keeper", "worker"] if mode == "spawn" else ["zygote", "zygote"])
         answer = worker.request("tool", worker.clock(30), stopping, name="read", args={"path": "README.md"}, cwd=str(rendered(1, True)))
@@ -84,6 +87,7 @@ def test_a_spawned_worker_is_a_fresh_interpreter_and_goes_with_its_keeper(render
         pids = [proc.pid for proc in boundary.processes()]
         worker.stop()
         assert not [pid for pid in (worker.keeper, worker.pid) if process(pid) and process(pid).status() != "zombie"]
+        assert run.disk._claimed[worker.scratch.name] <= 0
     finally:
         if worker:
             worker.stop()

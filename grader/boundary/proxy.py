@@ -214,7 +214,8 @@ class Worker:
         self.workspace = zygote.workspace
         self.zygote = zygote
         # its folder is its own to answer for from its first moment (a spawned worker imports the rover as it is born)
-        # until discard() has removed it: no other clock ever sees what it wrote as no one's
+        # until start() is over, or until discard() has removed it: no other clock ever sees what its import wrote as
+        # no one's. Only while a clock watches it: a stopped worker's folder that grows is no one's, and stops the run.
         self._claim = contextlib.ExitStack()
         self._claim.enter_context(run.disk.claim((self.scratch.name,)))
         orders_read, self.orders = os.pipe()
@@ -251,6 +252,7 @@ class Worker:
             self.zygote.run.memory.forget(clock)
             self.discard()
             raise
+        self._claim.close()  # from here on, each check's clock claims it (runner._judge)
         raised = answer.get("raised")
         if isinstance(raised, dict):  # spawned: its own import failed where the zygote's had passed
             self._lose(f"a fresh worker's import of rover raised {str(raised.get('type'))[:80]} "
@@ -323,11 +325,14 @@ class Worker:
         """Where the worker's Python is right now (`file line N` in the workspace), from a faulthandler dump."""
         return _dump_stack([self.pid] if self.pid else children(self.keeper), self.crash_log, self.workspace)
 
-    def stop(self) -> None:
-        """End the worker and everything below it (the keeper does the sweep; this makes sure)."""
+    def stop(self, release: bool = True) -> None:
+        """End the worker and everything below it (the keeper does the sweep; this makes sure); `release`: its claim on
+        its folder too (a stopped worker is watched by no clock)."""
         if self._stopped:
             return
         self._stopped = True
+        if release:
+            self._claim.close()
         try:
             os.write(self.life, b"q")  # a planned stop: the keeper sweeps its tree and exits
         except OSError:
@@ -345,7 +350,7 @@ class Worker:
     def discard(self) -> None:
         """Stop it and remove its folder, which counts no more; only then does its claim on the folder end (released
         first, another check's clock could find the folder's files in its figures and take them for no one's)."""
-        self.stop()
+        self.stop(release=False)
         try:
             remove_tree(self.scratch)
             self.zygote.run.disk.gone(self.scratch.name)
