@@ -75,23 +75,36 @@ def test_only_the_check_that_owns_the_overflow_is_stopped(folder):
     assert shared
 
 
-def test_a_folder_removed_since_the_walk_is_no_ones_overflow(folder, monkeypatch):
+def test_a_folder_removed_during_a_walk_is_no_ones_overflow_but_one_made_again_counts(folder, monkeypatch):
     """A failed worker's folder is removed while still claimed; a walk that began before the removal still counts it,
     and must not stop every other check as no one's overflow (issue 26's load run: a flood at one spawned worker's
-    import failed three checks)."""
+    import failed three checks). A walk that begins after the removal counts what it finds under that name: code that
+    makes the folder again and fills it is over the cap (an attack hid 1.5 GB that way from a list of removed names)."""
     import shutil
 
     from grader.boundary import folder_caps
 
     write(folder.path / "scratch-2" / "hoard", 6 * MiB)
     watch = DiskWatch(folder, bytes_cap=4 * MiB)
-    with watch.claim(["scratch-2"]):
-        assert watch.over([], {"check-1"}, fresh=True) is None, "claimed: its own clock stops it"
-        seen = measure(folder.fd)  # a walk that began before the removal
+    claim = watch.claim(["scratch-2"])
+    claim.__enter__()
+    assert watch.over([], {"check-1"}, fresh=True) is None, "claimed: its own clock stops it"
+    walk = folder_caps.measure
+
+    def spanning(fd, cap):  # the walk sees the folder; the grader removes it, then ends its claim, before the walk ends
+        seen = walk(fd, cap)
         shutil.rmtree(folder.path / "scratch-2")
         watch.gone("scratch-2")
-    monkeypatch.setattr(folder_caps, "measure", lambda fd, cap: seen)  # ... and ends after it
-    assert watch.over([], {"check-1"}, fresh=True) is None and watch.over([], {"scratch-2"}, fresh=True) is None
+        claim.__exit__(None, None, None)
+        return seen
+
+    monkeypatch.setattr(folder_caps, "measure", spanning)
+    assert watch.over([], {"check-1"}, fresh=True) is None, "what the walk saw was removed before it ended"
+    assert watch.size().by_bytes["scratch-2"] >= 6 * MiB, "the walk's figures still show it"
+    monkeypatch.setattr(folder_caps, "measure", walk)
+    write(folder.path / "scratch-2" / "again", 6 * MiB)  # made again by the code, after the removal
+    said, shared = watch.over([], {"check-1"}, fresh=True)
+    assert shared and "MB its folders may hold together" in said
 
 
 def test_deleted_files_still_open_count_and_the_clock_kills_its_tree(folder):

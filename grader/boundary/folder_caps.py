@@ -47,6 +47,7 @@ class Size:
     complete: bool = True  # False: the walk stopped early (too many entries, or a maze it could not finish)
     by_bytes: Counter = field(default_factory=Counter)
     by_entries: Counter = field(default_factory=Counter)
+    began: float = 0.0  # time.monotonic() as the walk began
 
 
 class DiskWatch:
@@ -58,7 +59,7 @@ class DiskWatch:
         self._claims = threading.Lock()
         self._size, self._at, self._serves = Size(), -STALE, FRESH
         self._claimed: Counter = Counter()  # top-level names a running check's clock answers for
-        self._gone: set[str] = set()  # top-level names removed since (never reused): a walk's figures for them are stale
+        self._gone: dict[str, float] = {}  # top-level names the grader removed, and when: a walk begun before is stale
         self._free = _free(self.path)  # the file system's free bytes as the run began
 
     def size(self, fresh: bool = False) -> Size:
@@ -69,7 +70,9 @@ class DiskWatch:
             try:
                 started = time.monotonic()
                 fd = self.folder.fd  # -1 once the run folder is closed: nothing left to measure
-                self._size, self._at = (measure(fd, self.entries_cap) if fd >= 0 else Size()), time.monotonic()
+                walked = measure(fd, self.entries_cap) if fd >= 0 else Size()
+                walked.began = started
+                self._size, self._at = walked, time.monotonic()
                 self._serves = min(STALE, max(FRESH, SPARE * (self._at - started)))
             finally:
                 self.lock.release()
@@ -90,7 +93,7 @@ class DiskWatch:
     def gone(self, name: str) -> None:
         """The top-level folder `name` was removed: figures from a walk that still saw it count it no more."""
         with self._claims:
-            self._gone.add(name)
+            self._gone[name] = time.monotonic()
 
     def over(self, procs: list, mine=frozenset(), fresh: bool = False) -> tuple[str, bool] | None:
         """None while the folder is within its caps; else (what was exceeded, shared) if the clock that owns `mine`
@@ -113,9 +116,11 @@ class DiskWatch:
         return self._say(size, deleted, heaviest), shared and heaviest not in mine
 
     def _present(self, size: Size) -> Size:
-        """The figures without the folders removed since the walk that made them."""
+        """The figures without the folders removed since the walk that made them began. Only those: a walk begun after
+        a removal counts what it finds under that name (the code may make the folder again, or write in it as it goes)."""
         with self._claims:
-            stale = [name for name in self._gone if name in size.by_bytes or name in size.by_entries]
+            stale = [name for name, when in self._gone.items()
+                     if when >= size.began and (name in size.by_bytes or name in size.by_entries)]
         if not stale:
             return size
         by_bytes, by_entries = size.by_bytes.copy(), size.by_entries.copy()
@@ -123,7 +128,8 @@ class DiskWatch:
             by_bytes.pop(name, None)
             by_entries.pop(name, None)
         return Size(size.bytes - sum(size.by_bytes[name] for name in stale),
-                    size.entries - sum(size.by_entries[name] for name in stale), size.complete, by_bytes, by_entries)
+                    size.entries - sum(size.by_entries[name] for name in stale), size.complete, by_bytes, by_entries,
+                    size.began)
 
     def hidden(self) -> str | None:
         """None, unless the file system lost more than HIDDEN bytes since the run began beyond what the run folder holds
