@@ -105,6 +105,7 @@ def test_a_folder_removed_during_a_walk_is_no_ones_overflow_but_one_made_again_c
     write(folder.path / "scratch-2" / "again", 6 * MiB)  # made again by the code, after the removal
     said, shared = watch.over([], {"check-1"}, fresh=True)
     assert shared and "MB its folders may hold together" in said
+    assert "'scratch-2', a folder no running check answers for" in said, "not 'its working folder': it is not the caller's"
 
 
 def test_deleted_files_still_open_count_and_the_clock_kills_its_tree(folder):

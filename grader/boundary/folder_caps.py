@@ -113,7 +113,7 @@ class DiskWatch:
             return None  # another check's folder: its own clock stops it
         if heaviest not in mine and not fresh:  # figures may predate a failed check's folders, removed since: look again
             return self.over(procs, mine, fresh=True)
-        return self._say(size, deleted, heaviest), shared and heaviest not in mine
+        return self._say(size, deleted, heaviest, own=heaviest in mine), shared and heaviest not in mine
 
     def _present(self, size: Size) -> Size:
         """The figures without the folders removed since the walk that made them began. Only those: a walk begun after
@@ -148,8 +148,10 @@ class DiskWatch:
                 f"files (allowed: {HIDDEN >> 20:,} MB): files deleted but still held where the grader cannot count them, "
                 "or another program filling the disk; the run was stopped")
 
-    def _say(self, size: Size, deleted: int, heaviest: str) -> str:
+    def _say(self, size: Size, deleted: int, heaviest: str, own: bool = True) -> str:
         where = NAMES.get(heaviest.split("-")[0], f"{heaviest!r} in the run folder") if heaviest else "the run folder"
+        if heaviest and not own and heaviest.split("-")[0] in ("scratch", "check", "temp"):  # another worker's, idle
+            where = f"{heaviest!r}, a folder no running check answers for (code wrote outside its own folders)"
         if size.bytes + deleted > self.bytes_cap:
             what = (f"the code's files came to {(size.bytes + deleted) / (1 << 20):,.0f} MB"
                     + (" (deleted ones it still holds open included)" if deleted else "")
