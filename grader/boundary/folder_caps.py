@@ -31,6 +31,7 @@ OPEN = 32  # folder fds a walk holds at once; a deeper folder with work left is 
 OPENS = 4 * ENTRIES  # opens one walk may spend (a maze both deep and wide): past them the folder is too big to measure
 FRESH = 0.2  # seconds a walk's figures serve every clock at least (lanes poll at once; one walks, the others read its figures)
 STALE = 1.0  # ... and at most: on a loaded machine a walk is slow, and its figures serve SPARE times its own length
+FORGET = 60.0  # seconds after which a removed folder's name is dropped from the list (every walk since began later)
 SPARE = 20  # so the walks take at most 1/SPARE of one core
 HIDDEN = 2 << 30  # disk the folder's file system may lose during a run beyond what the walks find (see DiskWatch.hidden)
 NEARLY_FULL = 0.1  # ... once its free space is under this share of it (or under HIDDEN)
@@ -73,6 +74,8 @@ class DiskWatch:
                 walked = measure(fd, self.entries_cap) if fd >= 0 else Size()
                 walked.began = started
                 self._size, self._at = walked, time.monotonic()
+                with self._claims:  # a removal long before this walk began matters to no figures still in use
+                    self._gone = {name: when for name, when in self._gone.items() if when >= started - FORGET}
                 self._serves = min(STALE, max(FRESH, SPARE * (self._at - started)))
             finally:
                 self.lock.release()

@@ -208,7 +208,7 @@ def timeout_while_printing(lab: Lab) -> None:
 
     try:
         result, took = lab.timed("bash", command=TICKER, timeout=1)
-    except CheckTimeout as late:  # the check's own clock, not the tool's 2 s, ended the command: say which clock failed
+    except CheckTimeout as late:  # the check's own clock, not the tool's 1 s, ended the command: say which clock failed
         if late.kind == "busy":
             raise
         raise CheckFailed("a command that never stops printing, run with timeout 1, was still running when the check's own "
