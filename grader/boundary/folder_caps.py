@@ -36,7 +36,7 @@ SPARE = 20  # so the walks take at most 1/SPARE of one core
 HIDDEN = 2 << 30  # disk the folder's file system may lose during a run beyond what the walks find (see DiskWatch.hidden)
 NEARLY_FULL = 0.1  # ... once its free space is under this share of it (or under HIDDEN)
 NAMES = {"check": "the check's folder", "temp": "its TMPDIR", "tmp": "its TMPDIR", "home": "its HOME", "shm": "its /dev/shm",
-         "scratch": "its working folder"}
+         "scratch": "its working folder", "replay": "the replayed test runs' folder"}
 
 
 @dataclass

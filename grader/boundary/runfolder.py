@@ -2,7 +2,7 @@
 
 A `RunFolder` is made when a run starts and removed when it ends, however it ends. It is the
 only place the student's side may write: its TMPDIR (tmp/, also its /tmp in bubblewrap), its
-HOME (home/), its /dev/shm in bubblewrap (shm/), each worker's cwd (scratch-N/) and each check's
+HOME (home/), its /dev/shm in bubblewrap (shm/), the replayed test runs (replay/: grader.boundary.replay), each worker's cwd (scratch-N/) and each check's
 lab.tmp (check-N/, temp-N/).
 
 Whatever the grader reads back from it that the side wrote (a worker's crash log) comes through `RunFolder.read`:
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.boundary.folder_fds import DIRECTORY, open_unlocked, unlock
 from grader.boundary.safe_files import Pinned, Refused
+from grader.boundary import replay
 from grader.boundary.backends.identity import hand_over
 
 MAX_ANSWER = 32 << 20  # bytes of one answer line from a worker; the worker says so instead of sending more
@@ -36,10 +37,12 @@ class RunFolder:
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
         self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
+        self.replay = self.path / replay.FOLDER
         try:
             hand_over(self.fd)  # a root grader's side has a host uid of its own: what the grader makes for it is that uid's
-            for folder in (self.tmp, self.home, self.shm):
+            for folder in (self.tmp, self.home, self.shm, self.replay):
                 self._made(folder)
+            replay.install(self.replay)
         except BaseException:  # no uid free, a full disk: nothing of a run that never began is left behind
             os.close(self.fd)
             remove_tree(self.path)
@@ -87,9 +90,10 @@ class RunFolder:
             folder.close()
 
     def env(self) -> dict[str, str]:
-        """What the student's side knows of the run: its mark, its temp folder and its home, all inside the folder."""
+        """What the student's side knows of the run: its mark, its temp folder, its home and the replaying `python`'s
+        folder (grader.boundary.replay), all inside the folder."""
         tmp = str(self.tmp)
-        return {MARK: self.token, "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "HOME": str(self.home)}
+        return {MARK: self.token, "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "HOME": str(self.home), replay.PATH: str(self.replay)}
 
     def close(self) -> None:
         with self.disk.lock:  # never while a clock walks the folder from this fd

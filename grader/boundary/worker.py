@@ -35,6 +35,7 @@ import tempfile
 
 from grader.boundary.linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, extras, prctl
 from grader.boundary.processes import children, kill_tree
+from grader.boundary.replay import PATH as REPLAY
 from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, PREFIX
 from grader.boundary.starting import spawn
 
@@ -78,8 +79,10 @@ def main(argv: list[str]) -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     _crash_log()
-    # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python.
-    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    # Scenarios run `python -m pytest` through the student's bash tool: make that the grader's Python, through the
+    # script that runs the same tests on the same files once a grading (grader.boundary.replay).
+    found = [os.environ[REPLAY]] if os.environ.get(REPLAY) else []
+    os.environ["PATH"] = os.pathsep.join([*found, os.path.dirname(sys.executable), os.environ.get("PATH", "")])
     # No bytecode caches: a scripted edit can keep a file's size and land in the second its .pyc was written, and
     # Python would then run the old code (a correct tool failing the scenario only when it is fast).
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -1,0 +1,116 @@
+"""The side's replaying `python` (grader.boundary.replay): a test run on the same arguments, environment and files runs
+once a grading; anything else is the real Python."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from grader.boundary import replay
+
+pytestmark = pytest.mark.skipif(not all(shutil.which(tool) for tool in ("sha256sum", "flock", "find")),
+                                reason="the replaying script needs GNU find, sha256sum and flock (elsewhere it is the real Python)")
+
+COUNTER = """
+import os, pathlib
+
+def test_counts():
+    counter = pathlib.Path(os.environ["RUNS_COUNTER"])  # outside the tree: a replay leaves it alone
+    counter.write_text(str(int(counter.read_text() or 0) + 1) if counter.exists() else "1")
+    assert os.environ.get("SHOULD_FAIL") != "1"
+"""
+
+
+@pytest.fixture
+def side(tmp_path):
+    folder = tmp_path / "replay"
+    folder.mkdir()
+    replay.install(folder)
+    counter = tmp_path / "counter"
+    env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "RUNS_COUNTER": str(counter), "HOME": str(tmp_path),
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+
+    def tree(name: str, test: str = COUNTER) -> Path:
+        where = tmp_path / name
+        (where / "tests").mkdir(parents=True)
+        (where / "tests" / "test_it.py").write_text(test)
+        return where
+
+    def run(where: Path, *args: str, **more: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["sh", "-c", 'python "$@"', "python", *(args or ("-m", "pytest", "-v", "-p", "no:cacheprovider"))],
+                              cwd=where, env={**env, **more, "TMPDIR": str(where)}, capture_output=True, text=True, timeout=60)
+
+    def runs() -> int:
+        return int(counter.read_text()) if counter.exists() else 0
+
+    return tree, run, runs
+
+
+def test_the_same_tests_on_the_same_files_run_once_and_show_this_folder(side):
+    tree, run, runs = side
+    first, second = tree("check-1"), tree("check-22")
+    ran = run(first)
+    again = run(second)
+    assert runs() == 1, "the second run, on identical files, is the first one's output again"
+    assert ran.returncode == again.returncode == 0
+    assert f"rootdir: {first}" in ran.stdout and f"rootdir: {second}" in again.stdout, "each shows its own folder"
+    assert again.stdout == ran.stdout.replace(str(first), str(second))
+
+
+def test_a_changed_file_another_argument_or_environment_runs_for_real(side):
+    tree, run, runs = side
+    run(tree("a"))
+    changed = tree("b")
+    (changed / "tests" / "test_it.py").write_text(COUNTER + "\n# one more line\n")
+    run(changed)
+    assert runs() == 2
+    run(tree("c"), "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    assert runs() == 3
+    failed = run(tree("d"), SHOULD_FAIL="1")
+    assert runs() == 4 and failed.returncode == 1, "an environment the first run did not have is a new run"
+    replayed = run(tree("e"), SHOULD_FAIL="1")
+    assert runs() == 4 and replayed.returncode == 1 and "1 failed" in replayed.stdout, "a failing run replays with its status"
+
+
+def test_a_run_that_changes_its_folder_is_never_replayed(side):
+    tree, run, runs = side
+    writes = COUNTER + "\ndef test_writes():\n    pathlib.Path('made-by-the-tests').write_text('x')\n"
+    for name in ("a", "b"):
+        run(tree(name, writes))
+    assert runs() == 2, "a replay would not make the file the tests make"
+
+
+def test_anything_but_pytest_is_the_real_python(side):
+    tree, run, runs = side
+    where = tree("a")
+    for _ in range(2):
+        said = run(where, "-c", "import os, sys; print(sys.executable, os.getpid())")
+        assert said.returncode == 0 and said.stdout.split()[0] == sys.executable
+    assert run(where, "-c", "print(1)").stdout != run(where, "-c", "print(2)").stdout
+
+
+def test_a_killed_run_leaves_no_record(side):
+    tree, run, runs = side
+    sleeper = "import os, signal\n\ndef test_dies():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    for name in ("a", "b"):
+        died = run(tree(name, sleeper))
+        assert died.returncode == 128 + 9
+    assert not [name for name in os.listdir(Path(tree("x").parent, "replay")) if name.endswith(".code")]
+
+
+def test_the_same_run_under_way_is_waited_for(side):
+    tree, run, runs = side
+    slow = COUNTER.replace("def test_counts():", "import time\n\ndef test_counts():\n    time.sleep(0.5)")
+    folders = [tree(f"check-{n}", slow) for n in range(3)]
+    done = []
+    threads = [threading.Thread(target=lambda where=where: done.append(run(where))) for where in folders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert runs() == 1 and [result.returncode for result in done] == [0, 0, 0]
