@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -135,6 +136,37 @@ def test_a_flood_finished_between_two_looks_is_caught_by_the_last_look(folder):
     clock.check()  # not yet a quarter second: no look
     with pytest.raises(DiskExceeded, match="over the 4 MB"):
         clock.last_look()
+
+
+def test_last_looks_waiting_on_one_walk_share_the_next_and_never_an_older_one(folder, monkeypatch):
+    """Lanes that end their checks at once need a walk begun after each asked, not one each."""
+    import threading
+
+    from grader.boundary import folder_caps
+
+    walk, walks, under_way, go_on = folder_caps.measure, [], threading.Event(), threading.Event()
+
+    def counted(fd, cap):
+        walks.append(threading.current_thread().name)
+        if len(walks) == 1:
+            under_way.set()
+            go_on.wait(10)
+        return walk(fd, cap)
+
+    monkeypatch.setattr(folder_caps, "measure", counted)
+    first = threading.Thread(target=folder.disk.size, kwargs={"fresh": True}, name="first")
+    first.start()
+    assert under_way.wait(10)
+    write(folder.path / "check-1" / "late", 2 * MiB)  # written after the first walk began: it cannot count it
+    waiting = [threading.Thread(target=folder.disk.size, kwargs={"fresh": True}, name=f"waiting-{n}") for n in range(3)]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.2)  # all three wait on the lock
+    go_on.set()
+    for thread in [first, *waiting]:
+        thread.join(10)
+    assert len(walks) == 2, f"one walk for the three that waited, begun after they asked; got {walks}"
+    assert folder.disk.size().by_bytes["check-1"] >= 2 * MiB
 
 
 def test_disk_lost_where_no_walk_sees_it_stops_the_run_as_an_error(folder, monkeypatch):

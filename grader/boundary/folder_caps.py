@@ -65,10 +65,14 @@ class DiskWatch:
 
     def size(self, fresh: bool = False) -> Size:
         """The latest figures; a fresh walk if they are stale and no other clock is walking (never wait for one).
-        `fresh`: walk now, after any walk under way (a last look, when the code's part is over)."""
-        stale = time.monotonic() - self._at >= self._serves
+        `fresh`: figures from a walk begun since this call, after any walk under way (a last look, when the code's part
+        is over): lanes that finish at once share one."""
+        asked = time.monotonic()
+        stale = asked - self._at >= self._serves
         if (fresh and self.lock.acquire()) or (stale and self.lock.acquire(blocking=False)):
             try:
+                if fresh and self._size.began >= asked:  # another clock walked while this one waited for the lock
+                    return self._size
                 started = time.monotonic()
                 fd = self.folder.fd  # -1 once the run folder is closed: nothing left to measure
                 walked = measure(fd, self.entries_cap) if fd >= 0 else Size()
