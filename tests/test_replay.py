@@ -27,7 +27,8 @@ def test_counts():
 
 
 @pytest.fixture
-def side(tmp_path):
+def side(tmp_path, monkeypatch):
+    monkeypatch.setattr(replay, "WAIT", 60)  # a loaded machine's first run may take longer than the grader's 3 s
     folder = tmp_path / "replay"
     folder.mkdir()
     replay.install(folder)
@@ -94,13 +95,55 @@ def test_anything_but_pytest_is_the_real_python(side):
     assert run(where, "-c", "print(1)").stdout != run(where, "-c", "print(2)").stdout
 
 
-def test_a_killed_run_leaves_no_record(side):
+def test_a_killed_run_leaves_no_record_and_dies_of_the_same_signal(side, tmp_path):
     tree, run, runs = side
-    sleeper = "import os, signal\n\ndef test_dies():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    dies = "import os, signal\n\ndef test_dies():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
     for name in ("a", "b"):
-        died = run(tree(name, sleeper))
-        assert died.returncode == 128 + 9
-    assert not [name for name in os.listdir(Path(tree("x").parent, "replay")) if name.endswith(".code")]
+        died = subprocess.run([str(tmp_path / "replay" / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider"],
+                              cwd=tree(name, dies), capture_output=True, timeout=60, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        assert died.returncode == -9, "killed by SIGKILL, as the real Python was (a bash tool says which signal)"
+    assert not [name for name in os.listdir(tmp_path / "replay") if name.endswith(".code")]
+
+
+def test_a_run_that_reaches_outside_its_folder_or_prints_much_is_not_recorded(side, tmp_path, monkeypatch):
+    tree, run, runs = side
+    for name in ("a", "b"):  # a link: what it points to is not in the key
+        where = tree(name)
+        (where / "tests" / "link").symlink_to(tmp_path / "counter")
+        run(where)
+    assert runs() == 2
+    (tmp_path / "above").mkdir()
+    (tmp_path / "above" / "pytest.ini").write_text("[pytest]\naddopts = -k nothing\n")
+    for name in ("above/a", "above/b"):  # a configuration above the folder: its rootdir is not the folder
+        said = run(tree(name))
+        assert "1 deselected" in said.stdout
+    assert not [name for name in os.listdir(tmp_path / "replay") if name.endswith(".code")], "nothing recorded"
+    monkeypatch.setattr(replay, "LIMIT", 100)
+    (tmp_path / "replay" / "python").unlink()
+    replay.install(tmp_path / "replay")
+    for name in ("c", "d"):
+        run(tree(name))
+    assert runs() == 4, "a run that printed more than LIMIT bytes is not recorded"
+
+
+def test_stdout_and_stderr_as_one_stream_keep_their_order(side, tmp_path):
+    """A bash tool that reads 2>&1 sees the lines in the order they were written, run or replayed."""
+    tree, run, runs = side
+    interleaves = ("import os, sys\n"  # a pytest of the folder's own (python -m puts the folder first on sys.path)
+                   "counter = os.environ['RUNS_COUNTER']\n"
+                   "open(counter, 'a').close(); n = int(open(counter).read() or 0); open(counter, 'w').write(str(n + 1))\n"
+                   "print('rootdir:', os.getcwd(), flush=True)\n"
+                   "for n in range(3):\n"
+                   "    print('out', n, flush=True); sys.stderr.write(f'err {n}\\n'); sys.stderr.flush()\n")
+    said = []
+    for name in ("a", "b"):
+        where = tree(name)
+        (where / "pytest.py").write_text(interleaves)
+        said.append(subprocess.run([str(tmp_path / "replay" / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider"],
+                                   cwd=where, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
+                                   env={**os.environ, "RUNS_COUNTER": str(tmp_path / "counter")}).stdout.splitlines()[1:])
+    assert runs() == 1
+    assert said[0] == said[1] == ["out 0", "err 0", "out 1", "err 1", "out 2", "err 2"]
 
 
 def test_the_same_run_under_way_is_waited_for(side):

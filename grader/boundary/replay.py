@@ -1,13 +1,16 @@
 """Identical test runs, run once: the `python` the student's side finds first on its PATH.
 
-Scenarios run stash's tests through the student's bash tool (`python -m pytest ...`), seven times in a lesson-8
-check, on three different trees: each run costs about 0.6 CPU seconds of Python and pytest starting, which is not
-grading. This `python` is a small shell script: for `python -m pytest ...` it keys the run on its arguments, its
-environment (less what changes from check to check: TMPDIR, PWD, SHLVL) and every file, folder and link under the
-working folder (names, modes, targets, contents), if it is small (a wrong working folder may be a venv). A key run before in this grading, to the end, with a pytest exit
-status, and leaving its folder as it found it, prints that run's output again (its folder's path changed for this
-one's) and exits with its status. A run on the same key under way elsewhere is waited for, three seconds at most. Anything
-else, or a machine without the tools it needs (GNU find, sha256sum, flock), is the real Python (`exec`).
+Scenarios run stash's tests through the student's bash tool (`python -m pytest -v -p no:cacheprovider`), seven times
+in a lesson-8 check, on four different trees: each run costs about 0.6 CPU seconds of Python and pytest starting,
+which is not grading. This `python` is a small shell script. That command (test files may follow it), in a small
+working folder of files and folders only (a link or a FIFO would reach where the key cannot see), is keyed on its
+arguments, its environment (less what changes from check to check: TMPDIR, PWD, SHLVL), whether its stdout and stderr
+are one stream, and every entry's kind, mode, name and content. A key run before in this grading prints that run's
+output again (its folder's path changed for this one's) and exits with its status. A run is recorded only if it
+ended with a pytest status, its rootdir was its folder (no configuration from above it), it printed under LIMIT
+bytes and it left its folder as it found it. A run on the same key under way elsewhere is waited for, WAIT seconds at
+most. Anything else, or a machine without GNU find, sha256sum and flock, is the real Python (`exec`); a real run
+killed by a signal ends the script by the same signal.
 
 The records live in the run folder (`replay/`), which the side can write: code that forges one could as well print
 what it liked itself. They go with the run folder.
@@ -21,54 +24,68 @@ PATH = "WORKSHOP_REPLAY"  # the env var naming the folder, which the side's work
 FOLDER = "replay"  # in the run folder: the script (python) and the records (a key's .out, .err, .cwd, .code)
 ENTRIES = 2000  # a working folder with more entries than this is not keyed (a wrong cwd: the workspace, its venv)
 KB = 1024  # ... nor one with a file larger than this many KB
+LIMIT = 1 << 20  # bytes of output a record holds at most: a larger run is not recorded
 WAIT = 3  # seconds a run waits for the same run under way elsewhere, then runs itself (a wait counts on its clock)
 
 SCRIPT = r"""#!/bin/sh
-# python for the grader's scenarios: a `python -m pytest ...` run on the same arguments, environment and files as an
-# earlier one of this grading replays its output and status (grader/boundary/replay.py says why and when).
+# python for the grader's scenarios: their test run, on the same arguments, environment and files as an earlier one of
+# this grading, replays that run's output and status (grader/boundary/replay.py says why and when).
 real='@REAL@'
 runs='@RUNS@'
-[ "$1" = -m ] && [ "$2" = pytest ] || exec "$real" "$@"
+scenario() {  # `python -m pytest -v -p no:cacheprovider [test files]`, the scenarios' run, and nothing else
+    [ "$1" = -m ] && [ "$2" = pytest ] && [ "$3" = -v ] && [ "$4" = -p ] && [ "$5" = no:cacheprovider ] || return 1
+    shift 5
+    for path; do case "$path" in -*) return 1 ;; esac; done
+}
+scenario "$@" || exec "$real" "$@"
 command -v sha256sum >/dev/null 2>&1 && command -v flock >/dev/null 2>&1 || exec "$real" "$@"
 here=$(pwd -P) || exec "$real" "$@"
 case "$here" in *[!A-Za-z0-9_./-]*) exec "$real" "$@" ;; esac
-[ "$(find . -printf x 2>/dev/null | head -c @ENTRIES@ | wc -c)" -lt @ENTRIES@ ] || exec "$real" "$@"  # a small tree only
-[ -z "$(find . -type f -size +@KB@k -print -quit 2>/dev/null)" ] || exec "$real" "$@"
-state() {  # the working folder, whole: every entry's kind, mode, name and link target, every file's content
-    find . -printf '%y %m %p\0%l\0' >"$1.list" 2>/dev/null || return 1
+# a small tree of files and folders only: a link or a FIFO reaches outside what the key can see
+[ "$(find . -printf x 2>/dev/null | head -c @ENTRIES@ | wc -c)" -lt @ENTRIES@ ] || exec "$real" "$@"
+[ -z "$(find . \( -type f -size +@KB@k -o ! -type f ! -type d \) -print -quit 2>/dev/null)" ] || exec "$real" "$@"
+state() {  # the working folder, whole: every entry's kind, mode and name (one NUL-ended record each), every file's content
+    find . -printf '%y %m %p\0' 2>/dev/null | LC_ALL=C sort -z >"$1.list" || return 1
     find . -type f -print0 2>/dev/null | LC_ALL=C sort -z >"$1.files" || return 1
     xargs -0r sha256sum -- <"$1.files" >"$1.sums" 2>/dev/null || return 1
-    LC_ALL=C sort -z "$1.list" | sha256sum | cut -c1-64 >"$1.key" || return 1
-    sha256sum <"$1.sums" | cut -c1-64 >>"$1.key"
+    cat "$1.list" "$1.sums" | sha256sum | cut -c1-64 >"$1.key"
 }
-scratch="$runs/.$$"
+scratch="$runs/.$$.$(date +%s%N)"
 trap 'rm -f "$scratch".*' EXIT
 { printf '%s\0' "$@"; env | grep -v -E '^(PWD|OLDPWD|SHLVL|_|TMPDIR|TMP|TEMP)=' | LC_ALL=C sort; } >"$scratch.call" 2>/dev/null || exec "$real" "$@"
 state "$scratch.before" || exec "$real" "$@"
-key=$(cat "$scratch.call" "$scratch.before.key" | sha256sum | cut -c1-64)
+one=$( [ "$(readlink /proc/$$/fd/1)" = "$(readlink /proc/$$/fd/2)" ] && echo merged)  # 2>&1: one stream, in its order
+key=$(printf '%s\n' "$one" | cat - "$scratch.call" "$scratch.before.key" | sha256sum | cut -c1-64)
 record="$runs/$key"
-replay() {
-    recorded=$(cat "$record.cwd") || return 1
-    code=$(cat "$record.code") || return 1
-    if [ "$recorded" = "$here" ]; then
-        cat "$record.out" && cat "$record.err" >&2
-    else
-        old=$(printf '%s' "$recorded" | sed 's/\./\\./g')
-        sed "s|$old|$here|g" "$record.out" && sed "s|$old|$here|g" "$record.err" >&2
-    fi || return 1
+replay() {  # $record.code names the run's status and the files that hold it: each written once, before it
+    read -r code made <"$record.code" || return 1
+    recorded=$(cat "$record.$made.cwd") || return 1
+    old=$(printf '%s' "$recorded" | sed 's/\./\\./g')
+    sed "s|$old|$here|g" "$record.$made.out" && sed "s|$old|$here|g" "$record.$made.err" >&2 || return 1
     exit "$code"
 }
 [ -f "$record.code" ] && replay
 exec 9>>"$record.lock"
 flock -w @WAIT@ 9 && [ -f "$record.code" ] && replay
-{ "$real" "$@" 2>"$scratch.err" 9>&-; echo $? >"$scratch.code"; } | tee "$scratch.out"
+if [ "$one" ]; then
+    { "$real" "$@" 2>&1 9>&-; echo $? >"$scratch.code"; } | tee "$scratch.out"
+    : >"$scratch.err"
+else
+    { "$real" "$@" 2>"$scratch.err" 9>&-; echo $? >"$scratch.code"; } | tee "$scratch.out"
+    cat "$scratch.err" >&2
+fi
 code=$(cat "$scratch.code")
-cat "$scratch.err" >&2
-case "$code" in [0-5]) ;; *) exit "$code" ;; esac
+if [ "$code" -gt 128 ] 2>/dev/null; then  # killed by a signal: die of it too, as the real Python did
+    trap - EXIT; rm -f "$scratch".*; kill -$((code - 128)) $$; exit "$code"
+fi
+case "$code" in [0-5]) ;; *) exit "$code" ;; esac  # pytest's own statuses only
+grep -qxF "rootdir: $here" "$scratch.out" || exit "$code"  # its rootdir, config included, is this folder
+[ "$(cat "$scratch.out" "$scratch.err" | head -c @LIMIT@ | wc -c)" -lt @LIMIT@ ] || exit "$code"
 state "$scratch.after" && [ "$(cat "$scratch.before.key")" = "$(cat "$scratch.after.key")" ] || exit "$code"
+made="$$.$(date +%s%N)"
 printf '%s' "$here" >"$scratch.cwd"
-for part in out err cwd; do mv -f "$scratch.$part" "$record.$part"; done
-mv -f "$scratch.code" "$record.code"  # last: a record with a status is whole
+for part in out err cwd; do mv -f "$scratch.$part" "$record.$made.$part"; done
+printf '%s %s\n' "$code" "$made" >"$scratch.code" && mv -f "$scratch.code" "$record.code"  # last: it names a whole run
 exit "$code"
 """
 
@@ -77,6 +94,6 @@ def install(folder: Path) -> None:
     """Write the script into `folder` (the run folder's replay/, made and the side's to write, before the side starts)."""
     script = folder / "python"
     script.write_text(SCRIPT.replace("@REAL@", sys.executable).replace("@RUNS@", str(folder))
-                      .replace("@WAIT@", str(WAIT)).replace("@ENTRIES@", str(ENTRIES)).replace("@KB@", str(KB)), encoding="utf-8")
+                      .replace("@WAIT@", str(WAIT)).replace("@ENTRIES@", str(ENTRIES)).replace("@KB@", str(KB)).replace("@LIMIT@", str(LIMIT)), encoding="utf-8")
     script.chmod(0o755)
     return folder
