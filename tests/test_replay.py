@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.boundary import replay
+from grader.grading.lab import TEST_RUN
 
 pytestmark = pytest.mark.skipif(not all(shutil.which(tool) for tool in ("sha256sum", "flock", "find")),
                                 reason="the replaying script needs GNU find, sha256sum and flock (elsewhere it is the real Python)")
@@ -31,7 +32,7 @@ def side(tmp_path, monkeypatch):
     monkeypatch.setattr(replay, "WAIT", 60)  # a loaded machine's first run may take longer than the grader's 3 s
     folder = tmp_path / "replay"
     folder.mkdir()
-    replay.install(folder)
+    replay.install(folder, TEST_RUN)
     counter = tmp_path / "counter"
     env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "RUNS_COUNTER": str(counter), "HOME": str(tmp_path),
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
@@ -120,7 +121,7 @@ def test_a_run_that_reaches_outside_its_folder_or_prints_much_is_not_recorded(si
     assert not [name for name in os.listdir(tmp_path / "replay") if name.endswith(".code")], "nothing recorded"
     monkeypatch.setattr(replay, "LIMIT", 100)
     (tmp_path / "replay" / "python").unlink()
-    replay.install(tmp_path / "replay")
+    replay.install(tmp_path / "replay", TEST_RUN)
     for name in ("c", "d"):
         run(tree(name))
     assert runs() == 4, "a run that printed more than LIMIT bytes is not recorded"
@@ -157,3 +158,23 @@ def test_the_same_run_under_way_is_waited_for(side):
     for thread in threads:
         thread.join()
     assert runs() == 1 and [result.returncode for result in done] == [0, 0, 0]
+
+
+def test_a_grading_runs_the_same_scenario_tests_once(rendered, monkeypatch):
+    """The side's workers find the script first: lesson 2's run of pristine stash is replayed for lesson 5's first."""
+    from grader.boundary.runfolder import RunFolder
+    from grader.course import kit
+    from grader.grading.runner import run_checks
+
+    records, close = [], RunFolder.close
+
+    def counted(folder):
+        if folder.replay:
+            records.extend(name for name in os.listdir(folder.replay) if name.endswith(".code"))
+        close(folder)
+
+    monkeypatch.setattr(RunFolder, "close", counted)
+    checks = [check for lesson in (2, 5) for check in kit.lesson(lesson).checks if check.id.endswith("stash-scenario")]
+    outcomes = run_checks(rendered(5, True), checks, jobs=1)
+    assert [outcome.status for outcome in outcomes] == ["passed", "passed"]
+    assert len(records) == 2, "three runs of stash's tests on two trees: pristine, then both bugs fixed"

@@ -1,8 +1,9 @@
 """Identical test runs, run once: the `python` the student's side finds first on its PATH.
 
-Scenarios run stash's tests through the student's bash tool (`python -m pytest -v -p no:cacheprovider`), seven times
-in a lesson-8 check, on four different trees: each run costs about 0.6 CPU seconds of Python and pytest starting,
-which is not grading. This `python` is a small shell script. That command (test files may follow it), in a small
+The grader may name a test command it has the side run over and over on the same files (the grading layer's
+scenarios run `python -m pytest -v -p no:cacheprovider` through the student's bash tool, seven times in a lesson-8
+check, on four different trees): each run costs about 0.6 CPU seconds of Python and pytest starting, which is not
+grading. This `python` is a small shell script. That command (test files may follow it), in a small
 working folder of files and folders only (a link or a FIFO would reach where the key cannot see), is keyed on its
 arguments, its environment (less what changes from check to check: TMPDIR, PWD, SHLVL), whether its stdout and stderr
 are one stream, and every entry's kind, mode, name and content. A key run before in this grading prints that run's
@@ -17,6 +18,7 @@ what it liked itself. They go with the run folder.
 """
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -28,16 +30,16 @@ LIMIT = 1 << 20  # bytes of output a record holds at most: a larger run is not r
 WAIT = 3  # seconds a run waits for the same run under way elsewhere, then runs itself (a wait counts on its clock)
 
 SCRIPT = r"""#!/bin/sh
-# python for the grader's scenarios: their test run, on the same arguments, environment and files as an earlier one of
-# this grading, replays that run's output and status (grader/boundary/replay.py says why and when).
+# python, for the side: a test run on the same arguments, environment and files as an earlier one of this grading
+# replays that run's output and status (grader/boundary/replay.py says why and when).
 real='@REAL@'
 runs='@RUNS@'
-scenario() {  # `python -m pytest -v -p no:cacheprovider [test files]`, the scenarios' run, and nothing else
-    [ "$1" = -m ] && [ "$2" = pytest ] && [ "$3" = -v ] && [ "$4" = -p ] && [ "$5" = no:cacheprovider ] || return 1
-    shift 5
+replayed() {  # `python @COMMAND@ [test files]`, and nothing else
+    @MATCH@ || return 1
+    shift @COUNT@
     for path; do case "$path" in -*) return 1 ;; esac; done
 }
-scenario "$@" || exec "$real" "$@"
+replayed "$@" || exec "$real" "$@"
 command -v sha256sum >/dev/null 2>&1 && command -v flock >/dev/null 2>&1 || exec "$real" "$@"
 here=$(pwd -P) || exec "$real" "$@"
 case "$here" in *[!A-Za-z0-9_./-]*) exec "$real" "$@" ;; esac
@@ -54,7 +56,7 @@ scratch="$runs/.$$.$(date +%s%N)"
 trap 'rm -f "$scratch".*' EXIT
 { printf '%s\0' "$@"; env | grep -v -E '^(PWD|OLDPWD|SHLVL|_|TMPDIR|TMP|TEMP)=' | LC_ALL=C sort; } >"$scratch.call" 2>/dev/null || exec "$real" "$@"
 state "$scratch.before" || exec "$real" "$@"
-one=$( [ "$(readlink /proc/$$/fd/1)" = "$(readlink /proc/$$/fd/2)" ] && echo merged)  # 2>&1: one stream, in its order
+one=$(out=$(readlink /proc/$$/fd/1) && [ -n "$out" ] && [ "$out" = "$(readlink /proc/$$/fd/2)" ] && echo merged)  # 2>&1
 key=$(printf '%s\n' "$one" | cat - "$scratch.call" "$scratch.before.key" | sha256sum | cut -c1-64)
 record="$runs/$key"
 replay() {  # $record.code names the run's status and the files that hold it: each written once, before it
@@ -90,10 +92,13 @@ exit "$code"
 """
 
 
-def install(folder: Path) -> None:
-    """Write the script into `folder` (the run folder's replay/, made and the side's to write, before the side starts)."""
+def install(folder: Path, command: tuple[str, ...]) -> None:
+    """Write the script into `folder` (the run folder's replay/, made and the side's to write, before the side starts):
+    `python COMMAND [test files]` is replayed, where COMMAND runs pytest (its `rootdir:` line is read)."""
+    match = " && ".join(f'[ "${n}" = {shlex.quote(word)} ]' for n, word in enumerate(command, 1))
     script = folder / "python"
     script.write_text(SCRIPT.replace("@REAL@", sys.executable).replace("@RUNS@", str(folder))
-                      .replace("@WAIT@", str(WAIT)).replace("@ENTRIES@", str(ENTRIES)).replace("@KB@", str(KB)).replace("@LIMIT@", str(LIMIT)), encoding="utf-8")
+                      .replace("@COMMAND@", " ".join(command)).replace("@MATCH@", match).replace("@COUNT@", str(len(command)))
+                      .replace("@WAIT@", str(WAIT)).replace("@ENTRIES@", str(ENTRIES)).replace("@KB@", str(KB))
+                      .replace("@LIMIT@", str(LIMIT)), encoding="utf-8")
     script.chmod(0o755)
-    return folder

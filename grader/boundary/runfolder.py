@@ -33,16 +33,19 @@ EVIDENCE = 1 << 20  # bytes of one file of the side's the grader reads back; a l
 class RunFolder:
     """mkdtemp(prefix="workshop-check-"): tmp/, home/, shm/ (the sandbox's /dev/shm), scratch-N/, check-N/, temp-N/."""
 
-    def __init__(self) -> None:
+    def __init__(self, replayed: tuple[str, ...] = ()) -> None:
+        """`replayed`: the arguments of a `python` test run that the side's runs on the same files share (replay.py)."""
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
         self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
-        self.replay = self.path / replay.FOLDER
+        self.replay = self.path / replay.FOLDER if replayed else None
         try:
             hand_over(self.fd)  # a root grader's side has a host uid of its own: what the grader makes for it is that uid's
             for folder in (self.tmp, self.home, self.shm, self.replay):
-                self._made(folder)
-            replay.install(self.replay)
+                if folder:
+                    self._made(folder)
+            if self.replay:
+                replay.install(self.replay, replayed)
         except BaseException:  # no uid free, a full disk: nothing of a run that never began is left behind
             os.close(self.fd)
             remove_tree(self.path)
@@ -93,7 +96,8 @@ class RunFolder:
         """What the student's side knows of the run: its mark, its temp folder, its home and the replaying `python`'s
         folder (grader.boundary.replay), all inside the folder."""
         tmp = str(self.tmp)
-        return {MARK: self.token, "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "HOME": str(self.home), replay.PATH: str(self.replay)}
+        return {MARK: self.token, "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp, "HOME": str(self.home),
+                **({replay.PATH: str(self.replay)} if self.replay else {})}
 
     def close(self) -> None:
         with self.disk.lock:  # never while a clock walks the folder from this fd

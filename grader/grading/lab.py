@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from grader.boundary.stopwatch import Lap
 
 NOT_WRITTEN = re.compile(r"The \w+ tool is not written yet \((.*)\)\.", re.DOTALL)  # rover.tools.execute's words for a stub
+TEST_RUN = ("-m", "pytest", "-v", "-p", "no:cacheprovider")  # the scenarios' test run: the side's runs of it on the same files share one
+TREE_EVERY = 0.005  # seconds between two listings of the worker's tree while a call's memory is sampled (every 0.5 ms)
 
 
 class Lab:
@@ -156,8 +158,9 @@ class Lab:
         from grader.boundary.processes import code_memory
 
         self.tool(name, **args)
-        memory = lambda: code_memory(self._worker.tree(below=True), self._worker.pid)  # noqa: E731
-        ceiling = lambda: code_memory(self._worker.tree(below=True), self._worker.pid, ceiling=True)  # noqa: E731
+        tree = _Recent(lambda: self._worker.tree(below=True), TREE_EVERY)
+        memory = lambda: code_memory(tree(), self._worker.pid)  # noqa: E731
+        ceiling = lambda: code_memory(tree(), self._worker.pid, ceiling=True)  # noqa: E731
         peaks = []
         for _ in range(2):  # the smaller of two: a sample taken as the code forks can count the parent's pages twice
             self._ask("tool", name=name, settle=True)
@@ -261,6 +264,20 @@ class Files:
                 raise CheckFailed(str(refusal)) from None
 
         return refused_fails
+
+
+class _Recent:
+    """read(), read again only once `seconds` have passed since: the worker's tree for the sampler, which listed it
+    anew at every sample (half a sample's cost); a process started since is seen within `seconds`."""
+
+    def __init__(self, read, seconds: float):
+        self.read, self.seconds, self._at, self._value = read, seconds, -seconds, None
+
+    def __call__(self):
+        now = time.monotonic()
+        if now - self._at >= self.seconds:
+            self._value, self._at = self.read(), now
+        return self._value
 
 
 class _Sampler:

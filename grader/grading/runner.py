@@ -33,7 +33,7 @@ from grader.course.kit import Check
 from grader.boundary import clocks
 from grader.boundary.clocks import POLL, CheckTimeout, DiskExceeded, HiddenDisk, MemoryExceeded
 from grader.boundary.hidden_memory import LOST
-from grader.grading.lab import MESSAGE_LIMIT, CheckFailed, Lab, StudentCrashed
+from grader.grading.lab import MESSAGE_LIMIT, TEST_RUN, CheckFailed, Lab, StudentCrashed
 from grader.boundary.proxy import OUT_OF_MEMORY, Stopped, Worker, WorkerLost, Zygote
 from grader.boundary.runfolder import RunFolder, remove_tree
 
@@ -129,7 +129,7 @@ class _Run:
     time_limit: float
     registry: dict
     boundary: object
-    folder: RunFolder = field(default_factory=RunFolder)
+    folder: RunFolder = field(default_factory=lambda: RunFolder(replayed=TEST_RUN))
     stopping: threading.Event = field(default_factory=threading.Event)
     results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     root_cause: str | None = None
