@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.boundary import replay
+from grader.boundary.runfolder import MARK
 from grader.grading.lab import TEST_RUN
 
 pytestmark = pytest.mark.skipif(not all(shutil.which(tool) for tool in ("sha256sum", "flock", "find")),
@@ -32,7 +33,7 @@ def side(tmp_path, monkeypatch):
     monkeypatch.setattr(replay, "WAIT", 60)  # a loaded machine's first run may take longer than the grader's 3 s
     folder = tmp_path / "replay"
     folder.mkdir()
-    replay.install(folder, TEST_RUN)
+    replay.install(folder, TEST_RUN, {}, MARK)
     counter = tmp_path / "counter"
     env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "RUNS_COUNTER": str(counter), "HOME": str(tmp_path),
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
@@ -121,7 +122,7 @@ def test_a_run_that_reaches_outside_its_folder_or_prints_much_is_not_recorded(si
     assert not [name for name in os.listdir(tmp_path / "replay") if name.endswith(".code")], "nothing recorded"
     monkeypatch.setattr(replay, "LIMIT", 100)
     (tmp_path / "replay" / "python").unlink()
-    replay.install(tmp_path / "replay", TEST_RUN)
+    replay.install(tmp_path / "replay", TEST_RUN, {}, MARK)
     for name in ("c", "d"):
         run(tree(name))
     assert runs() == 4, "a run that printed more than LIMIT bytes is not recorded"
@@ -160,8 +161,9 @@ def test_the_same_run_under_way_is_waited_for(side):
     assert runs() == 1 and [result.returncode for result in done] == [0, 0, 0]
 
 
-def test_a_grading_runs_the_same_scenario_tests_once(rendered, monkeypatch):
-    """The side's workers find the script first: lesson 2's run of pristine stash is replayed for lesson 5's first."""
+def test_a_grading_runs_the_same_scenario_tests_once_and_the_next_grading_not_at_all(rendered, monkeypatch):
+    """The side's workers find the script first: lesson 2's run of pristine stash is replayed for lesson 5's first; a
+    second grading in the same process (watch, after a save) replays every run from the first one's records."""
     from grader.boundary.runfolder import RunFolder
     from grader.course import kit
     from grader.grading.runner import run_checks
@@ -170,11 +172,38 @@ def test_a_grading_runs_the_same_scenario_tests_once(rendered, monkeypatch):
 
     def counted(folder):
         if folder.replay:
-            records.extend(name for name in os.listdir(folder.replay) if name.endswith(".code"))
+            records.append({name: (folder.replay / name).read_text() for name in os.listdir(folder.replay) if name.endswith(".code")})
         close(folder)
 
     monkeypatch.setattr(RunFolder, "close", counted)
     checks = [check for lesson in (2, 5) for check in kit.lesson(lesson).checks if check.id.endswith("stash-scenario")]
-    outcomes = run_checks(rendered(5, True), checks, jobs=1)
-    assert [outcome.status for outcome in outcomes] == ["passed", "passed"]
-    assert len(records) == 2, "three runs of stash's tests on two trees: pristine, then both bugs fixed"
+    for _ in range(2):
+        outcomes = run_checks(rendered(5, True), checks, jobs=1)
+        assert [outcome.status for outcome in outcomes] == ["passed", "passed"]
+    assert len(records[0]) == 2, "three runs of stash's tests on two trees: pristine, then both bugs fixed"
+    assert records[1] == records[0], "the second grading made no record of its own: it ran no test for real"
+
+
+def test_only_whole_records_are_carried_to_the_next_run(tmp_path):
+    from grader.boundary.runfolder import RunFolder
+
+    first = RunFolder(replayed=TEST_RUN)
+    try:
+        key = "a" * 64
+        for name, text in {f"{key}.code": "1 7.8\n", f"{key}.7.8.out": "rootdir: x\n", f"{key}.7.8.err": "", f"{key}.7.8.cwd": "/x",
+                           f"{'b' * 64}.code": "0 1.2\n", f"{'b' * 64}.1.2.out": "half\n", "notes.txt": "not a record"}.items():
+            (first.replay / name).write_text(text)
+        (first.replay / f"{'c' * 64}.code").write_text("0 3.4\n")
+        for part in ("out", "cwd"):
+            (first.replay / f"{'c' * 64}.3.4.{part}").symlink_to(tmp_path)
+        (first.replay / f"{'c' * 64}.3.4.err").write_text("")
+        kept = first.replays()
+    finally:
+        first.close()
+    assert sorted(kept) == sorted([f"{key}.code", f"{key}.7.8.out", f"{key}.7.8.err", f"{key}.7.8.cwd"]), "no part missing, no link"
+    second = RunFolder(replayed=TEST_RUN, replays={**kept, "../escape": "x"})
+    try:
+        assert (second.replay / f"{key}.7.8.out").read_text() == "rootdir: x\n"
+        assert not (second.path / "escape").exists() and "../escape" not in os.listdir(second.replay)
+    finally:
+        second.close()

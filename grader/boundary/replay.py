@@ -14,10 +14,14 @@ most. Anything else, or a machine without GNU find, sha256sum and flock, is the 
 killed by a signal ends the script by the same signal.
 
 The records live in the run folder (`replay/`), which the side can write: code that forges one could as well print
-what it liked itself. They go with the run folder.
+what it liked itself. They go with the run folder, but a grader process that grades the same workspace again (`watch`
+after each save) carries them to its next run (`kept`, then `install`): bytes, read through the run folder's one
+reader, whole records only, KEPT bytes at most; the run folder's path is the same in every key, so the scenario's
+tests run for real once a session, not once a save.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -54,7 +58,10 @@ state() {  # the working folder, whole: every entry's kind, mode and name (one N
 }
 scratch="$runs/.$$.$(date +%s%N)"
 trap 'rm -f "$scratch".*' EXIT
-{ printf '%s\0' "$@"; env | grep -v -E '^(PWD|OLDPWD|SHLVL|_|TMPDIR|TMP|TEMP)=' | LC_ALL=C sort; } >"$scratch.call" 2>/dev/null || exec "$real" "$@"
+run=${runs%/*}  # the run folder: its path in the environment is the same for a later run of this process
+case "$run" in *[!A-Za-z0-9_./-]*) run=/nowhere ;; esac
+{ printf '%s\0' "$@"; env | grep -v -E '^(PWD|OLDPWD|SHLVL|_|TMPDIR|TMP|TEMP|@MARK@)=' | LC_ALL=C sort \
+    | sed "s|$(printf '%s' "$run" | sed 's/\./\\./g')/|@RUN@/|g"; } >"$scratch.call" 2>/dev/null || exec "$real" "$@"
 state "$scratch.before" || exec "$real" "$@"
 one=$(out=$(readlink /proc/$$/fd/1) && [ -n "$out" ] && [ "$out" = "$(readlink /proc/$$/fd/2)" ] && echo merged)  # 2>&1
 key=$(printf '%s\n' "$one" | cat - "$scratch.call" "$scratch.before.key" | sha256sum | cut -c1-64)
@@ -92,13 +99,42 @@ exit "$code"
 """
 
 
-def install(folder: Path, command: tuple[str, ...]) -> None:
+RECORD = re.compile(r"[0-9a-f]{64}(\.code|\.\d+\.\d+\.(out|err|cwd))")  # a record's files, as the script names them
+KEPT = 8 << 20  # bytes of records a grader process carries from one run to the next, at most
+
+
+def install(folder: Path, command: tuple[str, ...], records: dict[str, str], mark: str) -> None:
     """Write the script into `folder` (the run folder's replay/, made and the side's to write, before the side starts):
-    `python COMMAND [test files]` is replayed, where COMMAND runs pytest (its `rootdir:` line is read)."""
+    `python COMMAND [test files]` is replayed, where COMMAND runs pytest (its `rootdir:` line is read); and the
+    `records` an earlier run of this grader process kept (`kept`). `mark`: the env var that marks the run, left out of
+    the key with the other variables that change from run to run (its folder's path is made the same)."""
     match = " && ".join(f'[ "${n}" = {shlex.quote(word)} ]' for n, word in enumerate(command, 1))
     script = folder / "python"
-    script.write_text(SCRIPT.replace("@REAL@", sys.executable).replace("@RUNS@", str(folder))
+    script.write_text(SCRIPT.replace("@REAL@", sys.executable).replace("@RUNS@", str(folder)).replace("@MARK@", mark)
                       .replace("@COMMAND@", " ".join(command)).replace("@MATCH@", match).replace("@COUNT@", str(len(command)))
                       .replace("@WAIT@", str(WAIT)).replace("@ENTRIES@", str(ENTRIES)).replace("@KB@", str(KB))
                       .replace("@LIMIT@", str(LIMIT)), encoding="utf-8")
     script.chmod(0o755)
+    for name, text in records.items():
+        if RECORD.fullmatch(name):
+            (folder / name).write_text(text, encoding="utf-8")
+
+
+def kept(run) -> dict[str, str]:
+    """The whole records in `run`'s replay folder (their status file and the three it names), read through the run
+    folder's one reader; KEPT bytes in all at most. Only bytes are carried: the grader never acts on what they say."""
+    names = set(run.names(FOLDER))
+    found: dict[str, str] = {}
+    for status in sorted(name for name in names if name.endswith(".code") and RECORD.fullmatch(name)):
+        said = run.read(run.replay / status, 64)
+        made = said.split()[1] if len(said.split()) == 2 else ""
+        parts = {f"{status[:-5]}.{made}.{part}" for part in ("out", "err", "cwd")}
+        if not made or not parts <= names or not all(RECORD.fullmatch(name) for name in parts):
+            continue
+        texts = {name: run.read(run.replay / name, LIMIT) for name in parts}
+        if not all(texts[f"{status[:-5]}.{made}.{part}"] for part in ("out", "cwd")):
+            continue  # refused by the reader (a link, a FIFO, too big), or never written
+        if "\ufffd" in "".join(texts.values()) or sum(len(text) for text in [said, *texts.values()]) + sum(map(len, found.values())) > KEPT:
+            continue  # not text the grader can carry as it was, or past what it keeps
+        found.update(texts, **{status: said})
+    return found

@@ -33,8 +33,9 @@ EVIDENCE = 1 << 20  # bytes of one file of the side's the grader reads back; a l
 class RunFolder:
     """mkdtemp(prefix="workshop-check-"): tmp/, home/, shm/ (the sandbox's /dev/shm), scratch-N/, check-N/, temp-N/."""
 
-    def __init__(self, replayed: tuple[str, ...] = ()) -> None:
-        """`replayed`: the arguments of a `python` test run that the side's runs on the same files share (replay.py)."""
+    def __init__(self, replayed: tuple[str, ...] = (), replays: dict[str, str] | None = None) -> None:
+        """`replayed`: the arguments of a `python` test run that the side's runs on the same files share (replay.py);
+        `replays`: records an earlier run of this process kept (`replays()`), to replay in this one too."""
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
         self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
@@ -45,7 +46,7 @@ class RunFolder:
                 if folder:
                     self._made(folder)
             if self.replay:
-                replay.install(self.replay, replayed)
+                replay.install(self.replay, replayed, replays or {}, MARK)
         except BaseException:  # no uid free, a full disk: nothing of a run that never began is left behind
             os.close(self.fd)
             remove_tree(self.path)
@@ -91,6 +92,24 @@ class RunFolder:
             return ""
         finally:
             folder.close()
+
+    def names(self, folder: str) -> list[str]:
+        """The entries of one of its top-level folders, listed from the pinned fd ([] if it is not a folder there)."""
+        with self.disk.lock:
+            if self.fd < 0:
+                return []
+            fd = os.dup(self.fd)
+        pinned = Pinned(self.path, fd)
+        try:
+            return pinned.listdir(folder)
+        except (OSError, Refused):
+            return []
+        finally:
+            pinned.close()
+
+    def replays(self) -> dict[str, str]:
+        """The side's whole test-run records, to install in this process's next run folder (replay.kept says which)."""
+        return replay.kept(self) if self.replay else {}
 
     def env(self) -> dict[str, str]:
         """What the student's side knows of the run: its mark, its temp folder, its home and the replaying `python`'s

@@ -98,7 +98,9 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
     from grader.grading import checks as registry
     from grader.boundary.side import choose
 
-    run = _Run(Path(workspace).resolve(), checks, time_limit, registry.REGISTRY, boundary or choose())
+    workspace = Path(workspace).resolve()
+    run = _Run(workspace, checks, time_limit, registry.REGISTRY, boundary or choose(),
+               RunFolder(replayed=TEST_RUN, replays=_replays.get(workspace)))
     run.on_start = on_start
     with _terminate_as_exit():
         try:
@@ -114,12 +116,17 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
         finally:
             with _sigint_ignored():
                 run.stop()
+                _replays.clear()  # one workspace's, the last graded: watch grades the same one after each save
+                _replays[workspace] = run.kept
     doubtful = [outcome.check for outcome in suite.outcomes if outcome.busy]
     if doubtful and boundary is None and jobs > 1:  # other programs held the cores: those checks once more, alone
         lanes = min(len(doubtful), os.cpu_count() or 1, jobs - 1)  # no more lanes than cores, and fewer than before
         again = {outcome.check.id: outcome for outcome in run_suite(workspace, doubtful, time_limit, lanes, on_outcome, None, on_start).outcomes}
         suite.outcomes = [again.get(outcome.check.id, outcome) for outcome in suite.outcomes]
     return suite
+
+
+_replays: dict[Path, dict[str, str]] = {}  # the last run's scenario test records (RunFolder.replays), for the next
 
 
 @dataclass
@@ -129,7 +136,7 @@ class _Run:
     time_limit: float
     registry: dict
     boundary: object
-    folder: RunFolder = field(default_factory=lambda: RunFolder(replayed=TEST_RUN))
+    folder: RunFolder = field(default_factory=lambda: RunFolder(replayed=TEST_RUN))  # given by run_suite
     stopping: threading.Event = field(default_factory=threading.Event)
     results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     root_cause: str | None = None
@@ -139,6 +146,7 @@ class _Run:
     workers: list[Worker] = field(default_factory=list)
     lanes: list[threading.Thread] = field(default_factory=list)
     on_start: Callable[[Check], None] | None = None
+    kept: dict[str, str] = field(default_factory=dict)  # the side's test-run records, read as the run ended
 
     def imported(self) -> bool:
         """Did the student's rover import (once, in the zygote, on its own clock)? If not, the run's root cause says why."""
@@ -222,6 +230,7 @@ class _Run:
         if self.zygote:
             self.zygote.stop()
         self.boundary.end()
+        self.kept = self.folder.replays()  # the side is gone: its records are whole or absent
         self.folder.close()
 
     # --- one lane ---------------------------------------------------------------------------
