@@ -207,3 +207,32 @@ def test_only_whole_records_are_carried_to_the_next_run(tmp_path):
         assert not (second.path / "escape").exists() and "../escape" not in os.listdir(second.replay)
     finally:
         second.close()
+
+
+def test_what_is_carried_is_bounded_however_many_records_the_side_makes(monkeypatch):
+    """Hostile code that plants thousands of tiny records must not fill the next run's folder, nor cost the grader
+    time at every save (an attack helper carried 22,708 files and failed every later run of correct code)."""
+    from grader.boundary.runfolder import RunFolder
+
+    monkeypatch.setattr(replay, "KEPT", 64 << 10)
+    first = RunFolder(replayed=TEST_RUN)
+    try:
+        for n in range(3000):
+            key = f"{n:064x}"
+            for name, text in {f"{key}.code": "0 1.1\n", f"{key}.1.1.out": "x" * 100, f"{key}.1.1.err": "", f"{key}.1.1.cwd": "/x"}.items():
+                (first.replay / name).write_text(text)
+        reads, read = [], RunFolder.read
+        monkeypatch.setattr(RunFolder, "read", lambda folder, path, limit: reads.append(path) or read(folder, path, limit))
+        kept = first.replays()
+    finally:
+        first.close()
+    assert len(kept) == 4 * replay.RECORDS, f"{replay.RECORDS} whole records at most, got {len(kept)} files"
+    assert len(reads) <= 4 * 2 * replay.RECORDS, f"the grader read {len(reads)} of the 12,000 files"
+    big = {f"{'e' * 64}.code": "0 2.2\n", f"{'e' * 64}.2.2.out": "y" * (128 << 10), f"{'e' * 64}.2.2.err": "", f"{'e' * 64}.2.2.cwd": "/x"}
+    second = RunFolder(replayed=TEST_RUN)
+    try:
+        for name, text in big.items():
+            (second.replay / name).write_text(text)
+        assert second.replays() == {}, "a record past the bytes it may read is not carried"
+    finally:
+        second.close()

@@ -15,12 +15,13 @@ killed by a signal ends the script by the same signal.
 
 The records live in the run folder (`replay/`), which the side can write: code that forges one could as well print
 what it liked itself. They go with the run folder, but a grader process that grades the same workspace again (`watch`
-after each save) carries them to its next run (`kept`, then `install`): bytes, read through the run folder's one
-reader, whole records only, KEPT bytes at most; the run folder's path is the same in every key, so the scenario's
+after each save) carries them to its next run (`kept`, then `install`): text, read through the run folder's one
+reader, whole records only, RECORDS of them and KEPT bytes read at most; the run folder's path is the same in every key, so the scenario's
 tests run for real once a session, not once a save.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
@@ -99,8 +100,9 @@ exit "$code"
 """
 
 
-RECORD = re.compile(r"[0-9a-f]{64}(\.code|\.\d+\.\d+\.(out|err|cwd))")  # a record's files, as the script names them
-KEPT = 8 << 20  # bytes of records a grader process carries from one run to the next, at most
+RECORD = re.compile(r"[0-9a-f]{64}(\.code|\.[0-9]+\.[0-9]+\.(out|err|cwd))")  # a record's files, as the script names them
+RECORDS = 32  # records a grader process carries from one run to the next, at most
+KEPT = 4 << 20  # bytes it reads to carry them, at most: past that it stops looking
 
 
 def install(folder: Path, command: tuple[str, ...], records: dict[str, str], mark: str) -> None:
@@ -109,32 +111,46 @@ def install(folder: Path, command: tuple[str, ...], records: dict[str, str], mar
     `records` an earlier run of this grader process kept (`kept`). `mark`: the env var that marks the run, left out of
     the key with the other variables that change from run to run (its folder's path is made the same)."""
     match = " && ".join(f'[ "${n}" = {shlex.quote(word)} ]' for n, word in enumerate(command, 1))
-    script = folder / "python"
-    script.write_text(SCRIPT.replace("@REAL@", sys.executable).replace("@RUNS@", str(folder)).replace("@MARK@", mark)
-                      .replace("@COMMAND@", " ".join(command)).replace("@MATCH@", match).replace("@COUNT@", str(len(command)))
-                      .replace("@WAIT@", str(WAIT)).replace("@ENTRIES@", str(ENTRIES)).replace("@KB@", str(KB))
-                      .replace("@LIMIT@", str(LIMIT)), encoding="utf-8")
-    script.chmod(0o755)
-    for name, text in records.items():
+    script = SCRIPT.replace("@REAL@", sys.executable).replace("@RUNS@", str(folder)).replace("@MARK@", mark) \
+        .replace("@COMMAND@", " ".join(command)).replace("@MATCH@", match).replace("@COUNT@", str(len(command))) \
+        .replace("@WAIT@", str(WAIT)).replace("@ENTRIES@", str(ENTRIES)).replace("@KB@", str(KB)).replace("@LIMIT@", str(LIMIT))
+    _new(folder / "python", script, 0o755)
+    for name, text in list(records.items())[: 4 * RECORDS]:
         if RECORD.fullmatch(name):
-            (folder / name).write_text(text, encoding="utf-8")
+            _new(folder / name, text, 0o644)
+
+
+def _new(path: Path, text: str, mode: int) -> None:
+    """A new file, never one that stood there (O_EXCL), never through a link (O_NOFOLLOW)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.chmod(path, mode, follow_symlinks=False)  # whatever the umask took
 
 
 def kept(run) -> dict[str, str]:
     """The whole records in `run`'s replay folder (their status file and the three it names), read through the run
-    folder's one reader; KEPT bytes in all at most. Only bytes are carried: the grader never acts on what they say."""
-    names = set(run.names(FOLDER))
+    folder's one reader: RECORDS of them at most, from the first 2 * RECORDS status files, and no more reading once
+    KEPT bytes were read, whatever was kept.
+    Only text is carried: the grader never acts on what it says."""
+    names = run.names(FOLDER)
+    listed = set(names)
     found: dict[str, str] = {}
-    for status in sorted(name for name in names if name.endswith(".code") and RECORD.fullmatch(name)):
+    read = 0
+    for status in sorted(name for name in names if name.endswith(".code") and RECORD.fullmatch(name))[: 2 * RECORDS]:
+        if len(found) >= 4 * RECORDS or read >= KEPT:
+            break
         said = run.read(run.replay / status, 64)
+        read += len(said)
         made = said.split()[1] if len(said.split()) == 2 else ""
-        parts = {f"{status[:-5]}.{made}.{part}" for part in ("out", "err", "cwd")}
-        if not made or not parts <= names or not all(RECORD.fullmatch(name) for name in parts):
+        parts = [f"{status[:-5]}.{made}.{part}" for part in ("out", "err", "cwd")]
+        if not made or not set(parts) <= listed or not all(RECORD.fullmatch(name) for name in parts):
             continue
-        texts = {name: run.read(run.replay / name, LIMIT) for name in parts}
-        if not all(texts[f"{status[:-5]}.{made}.{part}"] for part in ("out", "cwd")):
-            continue  # refused by the reader (a link, a FIFO, too big), or never written
-        if "\ufffd" in "".join(texts.values()) or sum(len(text) for text in [said, *texts.values()]) + sum(map(len, found.values())) > KEPT:
-            continue  # not text the grader can carry as it was, or past what it keeps
+        texts = {}
+        for name in parts:
+            texts[name] = run.read(run.replay / name, min(LIMIT, KEPT - read))
+            read += len(texts[name].encode("utf-8"))
+        if not (texts[parts[0]] and texts[parts[2]]) or "\ufffd" in "".join(texts.values()) or read > KEPT:
+            continue  # refused by the reader (a link, a FIFO, too big), not text as written, or past what it reads
         found.update(texts, **{status: said})
     return found

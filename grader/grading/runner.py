@@ -230,8 +230,10 @@ class _Run:
         if self.zygote:
             self.zygote.stop()
         self.boundary.end()
-        self.kept = self.folder.replays()  # the side is gone: its records are whole or absent
-        self.folder.close()
+        try:
+            self.kept = self.folder.replays()  # the side is gone: its records are whole or absent
+        finally:
+            self.folder.close()
 
     # --- one lane ---------------------------------------------------------------------------
 
