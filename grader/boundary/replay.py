@@ -64,7 +64,7 @@ case "$run" in *[!A-Za-z0-9_./-]*) run=/nowhere ;; esac
 { printf '%s\0' "$@"; env | grep -v -E '^(PWD|OLDPWD|SHLVL|_|TMPDIR|TMP|TEMP|@MARK@)=' | LC_ALL=C sort \
     | sed "s|$(printf '%s' "$run" | sed 's/\./\\./g')/|@RUN@/|g"; } >"$scratch.call" 2>/dev/null || exec "$real" "$@"
 state "$scratch.before" || exec "$real" "$@"
-one=$(out=$(readlink /proc/$$/fd/1) && [ -n "$out" ] && [ "$out" = "$(readlink /proc/$$/fd/2)" ] && echo merged)  # 2>&1
+one=; [ /dev/stdout -ef /dev/stderr ] && one=merged  # 2>&1: one file (a pipe, say) for both
 key=$(printf '%s\n' "$one" | cat - "$scratch.call" "$scratch.before.key" | sha256sum | cut -c1-64)
 record="$runs/$key"
 replay() {  # $record.code names the run's status and the files that hold it: each written once, before it
