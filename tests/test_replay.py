@@ -143,7 +143,8 @@ def test_stdout_and_stderr_as_one_stream_keep_their_order(side, tmp_path):
         (where / "pytest.py").write_text(interleaves)
         said.append(subprocess.run([str(tmp_path / "replay" / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider"],
                                    cwd=where, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
-                                   env={**os.environ, "RUNS_COUNTER": str(tmp_path / "counter")}).stdout.splitlines()[1:])
+                                   env={**os.environ, "RUNS_COUNTER": str(tmp_path / "counter"), "PYTHONDONTWRITEBYTECODE": "1"}
+                                   ).stdout.splitlines()[1:])  # no __pycache__, as on the side: the run leaves its folder as it was
     assert runs() == 1
     assert said[0] == said[1] == ["out 0", "err 0", "out 1", "err 1", "out 2", "err 2"]
 
