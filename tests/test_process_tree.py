@@ -41,3 +41,28 @@ def test_a_gone_process_has_no_tree():
     gone = subprocess.Popen(["true"])
     gone.wait()
     assert processes.tree(gone.pid) == [] and processes.children(gone.pid) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil reads /proc/PID/stat on Linux")
+def test_a_process_caught_mid_exit_counts_as_gone(shell, monkeypatch):
+    """A process between its exit and its reaping can show an empty /proc/PID/stat, and psutil then raises an
+    IndexError, not a psutil.Error (seen in CI: a Ctrl-C'd check ended with that traceback)."""
+    from psutil import _pslinux
+
+    from grader.classroom import cleanup
+
+    dying = processes.children(shell.pid)[0]
+    real = _pslinux.Process._parse_stat_file
+
+    def empty_for_dying(self):
+        if self.pid == dying:
+            raise IndexError("list index out of range")  # what psutil's parser raises on an empty stat file
+        return real(self)
+
+    monkeypatch.setattr(_pslinux.Process, "_parse_stat_file", empty_for_dying)
+    assert processes.process(dying) is None and not processes.running(dying)
+    assert dying not in [proc.pid for proc in processes.tree(shell.pid)]
+    assert shell.pid in [proc.pid for proc in processes.every_process()]
+    assert processes.marked("WORKSHOP_NO_SUCH_MARK", "x") == []
+    processes.gone([psutil.Process(shell.pid)], timeout=0.1)  # still running: it only waits
+    cleanup.end_processes(None, "no-such-token")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
 
 from grader.boundary.backends.linux_proc import child_pids, held_memory, held_memory_ceiling, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
@@ -15,6 +16,17 @@ def _psutil():
     import psutil
 
     return psutil
+
+
+def vanished() -> tuple[type[BaseException], ...]:
+    """What psutil may raise about a process that is ending or gone. Not only psutil.Error: a process caught between
+    exiting and being reaped can show an empty /proc/PID/stat, which psutil turns into an IndexError (or a ValueError)."""
+    return (_psutil().Error, OSError, IndexError, ValueError)
+
+
+def every_process() -> list:
+    """Every process of the machine that is still there (psutil.process_iter, whose own catch is narrower)."""
+    return [proc for proc in map(process, _psutil().pids()) if proc is not None]
 
 
 @dataclass(frozen=True)
@@ -28,16 +40,14 @@ class Usage:
 
 def process(pid: int):
     """The psutil.Process for pid, or None if it is gone."""
-    psutil = _psutil()
     try:
-        return psutil.Process(pid)
-    except (psutil.Error, ValueError):
+        return _psutil().Process(pid)
+    except vanished():
         return None
 
 
 def tree(pid: int, include_root: bool = True) -> list:
     """pid and everything below it (psutil.Process objects), daemons that reparented to a subreaper in it included."""
-    psutil = _psutil()
     root = process(pid)
     if root is None:
         return []
@@ -45,7 +55,7 @@ def tree(pid: int, include_root: bool = True) -> list:
     if below is None:  # the kernel does not list children: psutil finds them from every process's parent
         try:
             return ([root] if include_root else []) + root.children(recursive=True)
-        except psutil.Error:
+        except vanished():
             return [root] if include_root else []
     return ([root] if include_root else []) + [proc for proc in map(process, below) if proc is not None]
 
@@ -54,11 +64,10 @@ def children(pid: int) -> list[int]:
     found = child_pids(pid)
     if found is not None:
         return found
-    psutil = _psutil()
     proc = process(pid)
     try:
         return [child.pid for child in proc.children()] if proc else []
-    except psutil.Error:
+    except vanished():
         return []
 
 
@@ -80,11 +89,10 @@ def _descendants(pid: int) -> list[int] | None:
 
 def running(pid: int) -> bool:
     """Alive and not a zombie."""
-    psutil = _psutil()
     found = process(pid)
     try:
-        return found is not None and found.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
-    except psutil.Error:
+        return found is not None and found.status() not in (_psutil().STATUS_ZOMBIE, _psutil().STATUS_DEAD)
+    except vanished():
         return False
 
 
@@ -92,14 +100,14 @@ def name(pid: int) -> str:
     found = process(pid)
     try:
         return found.name() if found else "?"
-    except _psutil().Error:
+    except vanished():
         return "?"
 
 
 def command_line(proc) -> str:
     try:
         return " ".join(proc.cmdline()) or proc.name()
-    except _psutil().Error:
+    except vanished():
         return "?"
 
 
@@ -107,7 +115,6 @@ def usage(procs: list) -> Usage:
     """CPU and memory of these processes together. Memory is what the code holds: its anonymous memory, shared
     anonymous memory (MAP_SHARED, shm) included; a file mapped from disk is the page cache's, not the code's. On Linux
     it is each process's proportional share (PSS) of those pages, so memory two processes share counts once."""
-    psutil = _psutil()
     cpu, memory, count = 0.0, 0, 0
     for proc in procs:
         try:
@@ -117,7 +124,7 @@ def usage(procs: list) -> Usage:
                 if held is None:
                     resident = proc.memory_info()
                     held = resident.rss - getattr(resident, "shared", 0)
-        except psutil.Error:
+        except vanished():
             continue
         cpu += times.user + times.system + getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
         memory += held
@@ -128,11 +135,11 @@ def usage(procs: list) -> Usage:
 def cpu(procs: list) -> float:
     """CPU seconds of these processes together (user + system, children they reaped included): usage() without the
     memory, which costs a walk of every mapping of every process."""
-    psutil, total = _psutil(), 0.0
+    total = 0.0
     for proc in procs:
         try:
             times = proc.cpu_times()
-        except psutil.Error:
+        except vanished():
             continue
         total += times.user + times.system + getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
     return total
@@ -144,7 +151,6 @@ def code_memory(procs: list, root: int, ceiling: bool = False) -> int:
     writes them, so a fork about to exec another program counts next to nothing). Other programs (bash, rg) are
     not the code's own memory; the tree's limit bounds them. `ceiling`: a cheap figure never below that one (Linux;
     elsewhere the figure itself), for a sampler to skip the exact reading while it cannot raise the peak."""
-    psutil = _psutil()
     read = held_memory_ceiling if ceiling else held_memory
     total, python, mine = 0, None, None
     for proc in sorted(procs, key=lambda proc: proc.pid != root):  # the root first: its program is the Python one
@@ -159,19 +165,18 @@ def code_memory(procs: list, root: int, ceiling: bool = False) -> int:
                 if (resident.rss, resident.vms) != mine:  # the same figures: a vfork child on the root's own memory
                     held = read(proc.pid)  # its share of what it holds with the root (PSS): the sum stays the truth
                     total += proc.memory_full_info().uss if held is None else held
-        except (psutil.Error, OSError):
+        except vanished():
             continue
     return total
 
 
 def runnable(procs: list) -> bool:
     """Is any of them running or waiting for a CPU or a disk (rather than asleep, waiting on something)?"""
-    psutil = _psutil()
     for proc in procs:
         try:
-            if proc.status() in (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP):
+            if proc.status() in (_psutil().STATUS_RUNNING, _psutil().STATUS_DISK_SLEEP):
                 return True
-        except psutil.Error:
+        except vanished():
             pass
     return False
 
@@ -186,19 +191,18 @@ def machine_busy() -> float:
 def lowered(procs: list) -> bool:
     """Did any of them lower its own priority below the grader's (a higher nice; on Linux, any thread's nice or
     SCHED_IDLE/SCHED_BATCH, or its autogroup's nice)? Its waits for a CPU are then its own doing, not the machine's."""
-    psutil, ours = _psutil(), os.getpriority(os.PRIO_PROCESS, 0)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
     for proc in procs:
         try:
             if proc.nice() > ours or lowered_on_linux(proc.pid, ours):
                 return True
-        except (psutil.Error, OSError):
+        except vanished():
             pass
     return False
 
 
 def kill_tree(pids: list[int], include_roots: bool = True) -> list:
     """Freeze the trees (so nothing forks past us), then kill them all; the processes killed (see `gone`)."""
-    psutil = _psutil()
     frozen: dict[int, object] = {}
     for _ in range(50):
         found = [proc for pid in pids for proc in tree(pid, include_roots) if proc.pid not in frozen]
@@ -208,12 +212,12 @@ def kill_tree(pids: list[int], include_roots: bool = True) -> list:
             frozen[proc.pid] = proc
             try:
                 proc.suspend()
-            except psutil.Error:
+            except vanished():
                 pass
     for proc in frozen.values():
         try:
             proc.kill()
-        except psutil.Error:
+        except vanished():
             pass
     return list(frozen.values())
 
@@ -221,18 +225,23 @@ def kill_tree(pids: list[int], include_roots: bool = True) -> list:
 def gone(procs: list, timeout: float = 3.0) -> None:
     """Wait (at most `timeout`) until these killed processes have ended: a killed tree of hundreds takes a moment to
     die on a busy machine, and a run must not end while any of it is still there."""
-    _psutil().wait_procs(procs, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    for _ in range(5):
+        try:
+            _psutil().wait_procs(procs, timeout=max(0.0, deadline - time.monotonic()))
+            return
+        except vanished():  # one ended as it was looked at: the rest, once more
+            procs = [proc for proc in procs if running(proc.pid)]
 
 
 def marked(variable: str, token: str) -> list[int]:
     """Every process whose starting environment carries variable=token (the ones we may read)."""
-    psutil = _psutil()
     found = []
-    for proc in psutil.process_iter():
+    for proc in every_process():
         try:
             if proc.environ().get(variable) == token:
                 found.append(proc.pid)
-        except (psutil.Error, OSError):
+        except vanished():
             pass
     return found
 

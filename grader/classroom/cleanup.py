@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from grader.boundary import processes
+
 MARK = "WORKSHOP_CLASS_RUN"  # carried by each grading process and everything it starts (unless scrubbed)
 
 
@@ -24,34 +26,30 @@ def kill_group(pid: int) -> None:
 
 def end_processes(group: int | None, token: str) -> None:
     """Kill the grading process's group and every process marked `token` (or `token-...`: a class's every student)."""
-    import psutil
-
     if group is not None:
         kill_group(group)
     for _ in range(20):
-        marked = [process for process in psutil.process_iter() if _marked(process, token)]
+        marked = [process for process in processes.every_process() if _marked(process, token)]
         if not marked:
             return
         for process in marked:
             try:
                 process.suspend()  # frozen first, so nothing forks past us
-            except psutil.Error:
+            except processes.vanished():
                 pass
         for process in marked:
             try:
                 process.kill()
-            except psutil.Error:
+            except processes.vanished():
                 pass
-        psutil.wait_procs(marked, timeout=1)
+        processes.gone(marked, timeout=1)
 
 
 def _marked(process, token: str) -> bool:
-    import psutil
-
     try:
         mark = process.environ().get(MARK, "")
         return mark == token or mark.startswith(token + "-")
-    except (psutil.Error, OSError):
+    except processes.vanished():
         return False
 
 
@@ -74,33 +72,37 @@ def adopt_orphans() -> tuple[set[int], float]:
     grader (its parent killed, a new session, its mark scrubbed) is handed here; the state `end_orphans` needs."""
     import ctypes
 
-    import psutil
-
     try:
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass
-    return {child.pid for child in psutil.Process().children()}, time.time() - 1
+    return set(processes.children(os.getpid())), time.time() - 1
 
 
 def end_orphans(before: set[int], since: float) -> None:
     """Kill (and reap) every child of this process that the run started: at the run's end, all of them are leftovers."""
-    import psutil
-
     for _ in range(20):
-        left = [child for child in psutil.Process().children() if child.pid not in before and _started(child) >= since]
+        left = [child for child in map(processes.process, processes.children(os.getpid()))
+                if child is not None and child.pid not in before and _started(child) >= since]
         if not left:
             return
         for process in (member for child in left for member in [child, *_descendants(child)]):
             try:
                 process.kill()
-            except psutil.Error:
+            except processes.vanished():
                 pass
         for child in left:
             try:
                 os.waitpid(child.pid, 0)
             except ChildProcessError:
                 pass
+
+
+def _real_uid(process) -> int | None:
+    try:
+        return process.uids().real
+    except processes.vanished():
+        return None
 
 
 def _started(process) -> float:
@@ -120,10 +122,8 @@ def _descendants(process) -> list:
 def end_user(uid: int, gid: int) -> None:
     """End every process of the user `uid` (the autograder's student): `kill -9 -1` run as that user reaches all of
     them at once, so a process that forks cannot outrun it; repeated until none is left."""
-    import psutil
-
     for _ in range(20):
-        if not [process for process in psutil.process_iter(["uids"]) if process.info["uids"] and process.info["uids"].real == uid]:
+        if not [process for process in processes.every_process() if _real_uid(process) == uid]:
             return
         subprocess.run(["kill", "-9", "-1"], user=uid, group=gid, extra_groups=[], check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
