@@ -18,6 +18,9 @@ def test_wrong_solution_is_caught(workspace, case):
     outcomes = grade_fairly(root, named)  # a check the machine was too busy to finish has caught nothing
     still_passing = [outcome.check.id for outcome in outcomes if outcome.passed]
     assert not still_passing, f"{case.name!r} slipped through {still_passing}"
+    for outcome in outcomes:
+        missing = [word for word in case.says if word not in outcome.message]
+        assert not missing, f"{case.name!r}: {outcome.check.id} should say {missing}, said {outcome.message!r}"
 
 
 def test_every_check_is_shown_to_catch_some_wrong_solution():

@@ -3,7 +3,8 @@
 Both live in tests/fixtures/ as `[[lesson-N]]` tables: `name`, then either `replace` (old, new
 pairs applied to the reference solution; each old must occur) or `content` (the whole file),
 for the lesson's file or for `file` when given; a wrong solution also names the checks that
-must fail on it in `catches`. A case may start from an alternative instead of the reference
+must fail on it in `catches`, and may name in `says` words each of those checks' failure messages
+must hold (the cause, where a plausible message would name another). A case may start from an alternative instead of the reference
 (`base = "<its name>"`: a student's valid solution, then the mistake or the variant as `replace`
 pairs on it); an alternative's base is listed before it.
 The kit's tests and `workshop dev check` both apply them here.
@@ -39,6 +40,7 @@ class Case:
     content: str | None = None
     catches: tuple[str, ...] = ()
     base: Case | None = None
+    says: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -77,6 +79,7 @@ def load(kind: str, lesson: int | None = None) -> list[Case]:
                 number, table["name"], table.get("file", kit.lesson(number).file),
                 tuple((old, new) for old, new in table.get("replace", [])), table.get("content"),
                 tuple(table.get("catches", [])), _base(table.get("base"), number, kind, cases),
+                tuple(table.get("says", [])),
             ))
     return cases
 
