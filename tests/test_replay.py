@@ -178,11 +178,27 @@ def test_a_grading_runs_the_same_scenario_tests_once_and_the_next_grading_not_at
 
     monkeypatch.setattr(RunFolder, "close", counted)
     checks = [check for lesson in (2, 5) for check in kit.lesson(lesson).checks if check.id.endswith("stash-scenario")]
+    replays: dict[str, str] = {}  # what watch keeps between saves
     for _ in range(2):
-        outcomes = run_checks(rendered(5, True), checks, jobs=1)
+        outcomes = run_checks(rendered(5, True), checks, jobs=1, replays=replays)
         assert [outcome.status for outcome in outcomes] == ["passed", "passed"]
     assert len(records[0]) == 2, "three runs of stash's tests on two trees: pristine, then both bugs fixed"
     assert records[1] == records[0], "the second grading made no record of its own: it ran no test for real"
+
+
+def test_a_one_off_grading_reads_no_record_the_side_wrote(rendered, monkeypatch):
+    """`workshop check` grades once: it has no next run to carry records to, so it reads none of them (files the
+    student's side wrote, read for nothing)."""
+    from grader.boundary.runfolder import RunFolder
+    from grader.course import kit
+    from grader.grading.runner import run_checks
+
+    reads, replays = [], RunFolder.replays
+    monkeypatch.setattr(RunFolder, "replays", lambda folder: reads.append(folder) or replays(folder))
+    checks = list(kit.lesson(0).checks)[:1]
+    assert run_checks(rendered(0, True), checks, jobs=1)[0].passed and reads == []
+    carried: dict[str, str] = {}
+    assert run_checks(rendered(0, True), checks, jobs=1, replays=carried)[0].passed and len(reads) == 1
 
 
 def test_only_whole_records_are_carried_to_the_next_run(tmp_path):

@@ -16,8 +16,8 @@ killed by a signal ends the script by the same signal.
 The records live in the run folder (`replay/`), which the side can write: code that forges one could as well print
 what it liked itself. They go with the run folder, but a grader process that grades the same workspace again (`watch`
 after each save) carries them to its next run (`kept`, then `install`): text, read through the run folder's one
-reader, whole records only, RECORDS of them and KEPT bytes read at most; the run folder's path is the same in every key, so the scenario's
-tests run for real once a session, not once a save.
+reader, whole records only, RECORDS of them and KEPT bytes read at most. The run folder's path is the same in every
+key, so the scenario's tests run for real once a session, not once a save.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 A `RunFolder` is made when a run starts and removed when it ends, however it ends. It is the
 only place the student's side may write: its TMPDIR (tmp/, also its /tmp in bubblewrap), its
-HOME (home/), its /dev/shm in bubblewrap (shm/), the replayed test runs (replay/: grader.boundary.replay), each worker's cwd (scratch-N/) and each check's
-lab.tmp (check-N/, temp-N/).
+HOME (home/), its /dev/shm in bubblewrap (shm/), the replayed test runs (replay/:
+grader.boundary.replay), each worker's cwd (scratch-N/) and each check's lab.tmp (check-N/, temp-N/).
 
 Whatever the grader reads back from it that the side wrote (a worker's crash log) comes through `RunFolder.read`:
 walked from the folder's pinned fd, no link followed at any step, regular files only (a FIFO or a device is refused,
@@ -17,11 +17,14 @@ import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from grader.boundary.folder_fds import DIRECTORY, open_unlocked, unlock
 from grader.boundary.safe_files import Pinned, Refused
 from grader.boundary import replay
 from grader.boundary.backends.identity import hand_over
+
+T = TypeVar("T")
 
 MAX_ANSWER = 32 << 20  # bytes of one answer line from a worker; the worker says so instead of sending more
 CRASH_LOG = "crash.log"  # in each worker's scratch cwd: faulthandler's traceback of a hang or a crash
@@ -34,8 +37,8 @@ class RunFolder:
     """mkdtemp(prefix="workshop-check-"): tmp/, home/, shm/ (the sandbox's /dev/shm), scratch-N/, check-N/, temp-N/."""
 
     def __init__(self, replayed: tuple[str, ...] = (), replays: dict[str, str] | None = None) -> None:
-        """`replayed`: the arguments of a `python` test run that the side's runs on the same files share (replay.py);
-        `replays`: records an earlier run of this process kept (`replays()`), to replay in this one too."""
+        """`replayed`: the arguments of a `python` test run that the side's runs on the same files share
+        (replay.py); `replays`: records an earlier run of this process kept (`replays()`), to replay in this one too."""
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX)).resolve()
         self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # pinned: walked, never followed
         self.tmp, self.home, self.shm = self.path / "tmp", self.path / "home", self.path / "shm"
@@ -81,29 +84,24 @@ class RunFolder:
     def read(self, path: Path, limit: int = EVIDENCE) -> str:
         """What the side left at `path` (in this folder) as text, or '' if there is nothing the grader will read there:
         missing, a link anywhere on the way, not a regular file, or over `limit` bytes. Never blocks, never follows."""
-        with self.disk.lock:  # the folder's fd is not closed under us
-            if self.fd < 0:
-                return ""
-            fd = os.dup(self.fd)
-        folder = Pinned(self.path, fd)
-        try:
-            return folder.read_bytes(path, limit).decode("utf-8", "replace")
-        except (OSError, Refused):
-            return ""
-        finally:
-            folder.close()
+        return self._through_fd(lambda folder: folder.read_bytes(path, limit).decode("utf-8", "replace"), "")
 
     def names(self, folder: str) -> list[str]:
         """The entries of one of its top-level folders, listed from the pinned fd ([] if it is not a folder there)."""
+        return self._through_fd(lambda pinned: pinned.listdir(folder), [])
+
+    def _through_fd(self, look: Callable[[Pinned], T], nothing: T) -> T:
+        """`look` at the folder through a copy of its fd (so it is never closed under us), or `nothing` if it is
+        closed, or if the look failed or was refused."""
         with self.disk.lock:
             if self.fd < 0:
-                return []
+                return nothing
             fd = os.dup(self.fd)
         pinned = Pinned(self.path, fd)
         try:
-            return pinned.listdir(folder)
+            return look(pinned)
         except (OSError, Refused):
-            return []
+            return nothing
         finally:
             pinned.close()
 

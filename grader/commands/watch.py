@@ -46,6 +46,7 @@ def watch(workspace: Workspace, interval: float = 0.2, rounds: int | None = None
     console = console or Console(highlight=False)
     seen: dict[str, float] | None = None
     graded = 0
+    replays: dict[str, str] = {}  # stash's test runs, replayed after the next save when the tree they ran on is the same
     while rounds is None or graded < rounds:
         current = snapshot(workspace.path / "rover")
         if current == seen:
@@ -55,7 +56,7 @@ def watch(workspace: Workspace, interval: float = 0.2, rounds: int | None = None
         seen = current
         graded += 1
         opening = f"── run {graded} · {time.strftime('%H:%M:%S')}{f' · {saved} saved' if saved else ''} "
-        for result, pending in stages(workspace, console):
+        for result, pending in stages(workspace, console, replays):
             _clear(console)
             console.print(f"[dim]{opening.ljust(console.width, '─')}[/]")
             footer = WAITING if missing_file(workspace.path) == "rover/" else FOOTER
@@ -87,17 +88,17 @@ def draw(console, result: Grade, pending: bool, workspace: Path, footer: str) ->
     console.file.flush()
 
 
-def stages(workspace: Workspace, console) -> Iterator[tuple[Grade, bool]]:
+def stages(workspace: Workspace, console, replays: dict[str, str] | None = None) -> Iterator[tuple[Grade, bool]]:
     """(grade, pending) twice: the current lesson alone first, then with the earlier lessons' checks."""
     number = workspace.lesson
-    now = _waiting(console, f"grading lesson {number}…", lambda: grade(workspace, only=number))
+    now = _waiting(console, f"grading lesson {number}…", lambda: grade(workspace, only=number, replays=replays))
     if number == 0 or root_cause(now):
         yield now, False
         return
     yield now, True
     name = "lesson 0" if number == 1 else f"lessons 0-{number - 1}"
     earlier = _waiting(console, f"checking {name} for regressions…",
-                       lambda: run_checks(workspace.path, checks_up_to(number - 1)))
+                       lambda: run_checks(workspace.path, checks_up_to(number - 1), replays=replays))
     yield Grade(number, earlier + now.outcomes, now.root_cause), False
 
 

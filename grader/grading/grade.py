@@ -62,11 +62,11 @@ def checks_up_to(lesson: int) -> list[kit.Check]:
     return [check for number in range(lesson + 1) for check in kit.lesson(number).checks]
 
 
-def grade(workspace: Workspace, only: int | None = None, on_outcome=None, on_start=None) -> Grade:
+def grade(workspace: Workspace, only: int | None = None, on_outcome=None, on_start=None, replays: dict[str, str] | None = None) -> Grade:
     """Grade the workspace's lesson (every check so far), or `only` lesson N's own checks; `on_outcome` sees each as it
-    lands, `on_start` each as a lane takes it (runner.run_suite)."""
+    lands, `on_start` each as a lane takes it, `replays` carries test runs to the next grading (runner.run_suite)."""
     checks = list(kit.lesson(only).checks) if only is not None else checks_up_to(workspace.lesson)
-    suite = run_suite(workspace.path, checks, on_outcome=on_outcome, on_start=on_start)
+    suite = run_suite(workspace.path, checks, on_outcome=on_outcome, on_start=on_start, replays=replays)
     return Grade(workspace.lesson, suite.outcomes, suite.root_cause, suite.sandbox)
 
 

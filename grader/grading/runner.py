@@ -84,23 +84,26 @@ class Suite:
 
 
 def run_checks(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES,
-               on_outcome: Callable[[Outcome], None] | None = None, boundary=None) -> list[Outcome]:
+               on_outcome: Callable[[Outcome], None] | None = None, boundary=None,
+               replays: dict[str, str] | None = None) -> list[Outcome]:
     """Every check's outcome, in the order given; `on_outcome` sees each one as it is ready (in this thread)."""
-    return run_suite(workspace, checks, time_limit, jobs, on_outcome, boundary).outcomes
+    return run_suite(workspace, checks, time_limit, jobs, on_outcome, boundary, replays=replays).outcomes
 
 
 def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIMIT, jobs: int = LANES,
               on_outcome: Callable[[Outcome], None] | None = None, boundary=None,
-              on_start: Callable[[Check], None] | None = None) -> Suite:
+              on_start: Callable[[Check], None] | None = None, replays: dict[str, str] | None = None) -> Suite:
     """Grade in the best boundary this machine has (`boundary.choose()`), unless one is given. `on_start` hears of
     each check as a lane takes it (in that lane's thread: keep it short and thread-safe). Checks other programs kept
-    from finishing ("too busy") are graded once more, alone (no more lanes than cores); only if that fails too is the run "busy"."""
+    from finishing ("too busy") are graded once more, alone (no more lanes than cores); only if that fails too is the run "busy".
+    `replays`: for a caller that grades the same workspace again (watch): the scenario test runs recorded so far
+    (RunFolder.replays), replayed in this run and replaced, at its end, by this run's own."""
     from grader.grading import checks as registry
     from grader.boundary.side import choose
 
     workspace = Path(workspace).resolve()
     run = _Run(workspace, checks, time_limit, registry.REGISTRY, boundary or choose(),
-               RunFolder(replayed=TEST_RUN, replays=_replays.get(workspace)))
+               RunFolder(replayed=TEST_RUN, replays=replays), carry=replays is not None)
     run.on_start = on_start
     with _terminate_as_exit():
         try:
@@ -116,17 +119,16 @@ def run_suite(workspace: Path, checks: list[Check], time_limit: float = TIME_LIM
         finally:
             with _sigint_ignored():
                 run.stop()
-                _replays.clear()  # one workspace's, the last graded: watch grades the same one after each save
-                _replays[workspace] = run.kept
+                if replays is not None:
+                    replays.clear()
+                    replays.update(run.kept)
     doubtful = [outcome.check for outcome in suite.outcomes if outcome.busy]
     if doubtful and boundary is None and jobs > 1:  # other programs held the cores: those checks once more, alone
         lanes = min(len(doubtful), os.cpu_count() or 1, jobs - 1)  # no more lanes than cores, and fewer than before
-        again = {outcome.check.id: outcome for outcome in run_suite(workspace, doubtful, time_limit, lanes, on_outcome, None, on_start).outcomes}
+        again = {outcome.check.id: outcome for outcome in run_suite(workspace, doubtful, time_limit, lanes, on_outcome, None, on_start,
+                                                                    replays).outcomes}
         suite.outcomes = [again.get(outcome.check.id, outcome) for outcome in suite.outcomes]
     return suite
-
-
-_replays: dict[Path, dict[str, str]] = {}  # the last run's scenario test records (RunFolder.replays), for the next
 
 
 @dataclass
@@ -136,7 +138,7 @@ class _Run:
     time_limit: float
     registry: dict
     boundary: object
-    folder: RunFolder = field(default_factory=lambda: RunFolder(replayed=TEST_RUN))  # given by run_suite
+    folder: RunFolder
     stopping: threading.Event = field(default_factory=threading.Event)
     results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     root_cause: str | None = None
@@ -146,7 +148,8 @@ class _Run:
     workers: list[Worker] = field(default_factory=list)
     lanes: list[threading.Thread] = field(default_factory=list)
     on_start: Callable[[Check], None] | None = None
-    kept: dict[str, str] = field(default_factory=dict)  # the side's test-run records, read as the run ended
+    carry: bool = False  # read the side's test-run records as the run ends (into `kept`), for the caller's next run
+    kept: dict[str, str] = field(default_factory=dict)
 
     def imported(self) -> bool:
         """Did the student's rover import (once, in the zygote, on its own clock)? If not, the run's root cause says why."""
@@ -231,7 +234,8 @@ class _Run:
             self.zygote.stop()
         self.boundary.end()
         try:
-            self.kept = self.folder.replays()  # the side is gone: its records are whole or absent
+            if self.carry:
+                self.kept = self.folder.replays()  # the side is gone: its records are whole or absent
         finally:
             self.folder.close()
 
