@@ -253,3 +253,45 @@ def test_what_is_carried_is_bounded_however_many_records_the_side_makes(monkeypa
         assert second.replays() == {}, "a record past the bytes it may read is not carried"
     finally:
         second.close()
+
+
+def test_the_students_next_check_replays_what_the_last_one_recorded(workspace, monkeypatch, tmp_path):
+    """A plain `workshop check` keeps its records in the kit's cache for the next check of that workspace; a grade that
+    counts (a report for Gradescope, CI or JUnit, `--lesson`) neither reads nor writes them."""
+    from click.testing import CliRunner
+
+    from grader.cli import main
+    from grader.commands import check
+    from grader.grading import replays
+    from grader.grading.grade import Grade
+
+    given: list = []
+
+    def grade(found, only=None, on_outcome=None, on_start=None, replays=None):  # the grading itself is tested above
+        given.append(None if replays is None else dict(replays))
+        if replays is not None:
+            replays.update({f"{'d' * 64}.code": "0 1.2\n"})
+        return Grade(found.lesson, [])
+
+    root = workspace(0, solved=True)
+    monkeypatch.setenv("WORKSHOP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(check, "grade", grade)
+    monkeypatch.chdir(root)
+    for arguments in (["check", "--json"], ["check", "--json"], ["check", "--json", "--lesson", "0"],
+                      ["check", "--json", "--gradescope", str(tmp_path / "gs.json")]):
+        assert CliRunner().invoke(main, arguments).exit_code == 0
+    assert given == [{}, {f"{'d' * 64}.code": "0 1.2\n"}, None, None]
+    assert replays.load(root) == {f"{'d' * 64}.code": "0 1.2\n"}
+
+
+def test_kept_records_are_read_whole_or_not_at_all(tmp_path, monkeypatch):
+    from grader.grading import replays
+
+    monkeypatch.setenv("WORKSHOP_CACHE", str(tmp_path))
+    replays.save(tmp_path, {"a": "b"})
+    assert replays.load(tmp_path) == {"a": "b"} and not [name for name in os.listdir(tmp_path / "replays") if name.startswith(".")]
+    for broken in ('{"a": 1}', "[1]", "{not json", "x" * (replays.MAX_BYTES + 1)):
+        replays._file(tmp_path).write_text(broken)
+        assert replays.load(tmp_path) == {}, broken[:20]
+    replays.save(tmp_path, {})
+    assert not replays._file(tmp_path).exists(), "no records: no file"

@@ -14,6 +14,7 @@ from grader.commands.screen import show
 from grader.errors import WorkshopError
 from grader.grading import reports  # before any grading: student code run in-process cannot swap it (issue 17)
 from grader.boundary.side import in_process_note
+from grader.grading import replays
 from grader.grading.grade import checks_up_to, dumps, grade, workspace_for, written_atomically
 
 
@@ -40,8 +41,10 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
     """Grade this workspace: every check of every lesson so far."""
     workspace = workspace_for(lesson)
     started = datetime.now(timezone.utc)
+    # the student's own look, not a grade that counts: replay the test runs the last check recorded (grading.replays)
+    records = replays.load(workspace.path) if lesson is None and not (junit or gradescope or classroom) else None
     try:
-        result = _grade_showing_progress(workspace) if not as_json else grade(workspace)
+        result = _grade_showing_progress(workspace, records) if not as_json else grade(workspace, replays=records)
     except KeyboardInterrupt:  # the runner has already stopped its workers and removed its files
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo("\nworkshop: interrupted; nothing was graded", err=True)  # a line of its own, not after the ^C
@@ -49,6 +52,8 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
     note = in_process_note(result.sandbox)
     if note:  # on stderr, so it shows with --json too and the JSON stays whole
         click.echo(f"workshop: {note}", err=True)
+    if records is not None:
+        replays.save(workspace.path, records)
     share_with_class(result)  # if this workspace joined a class board: posted in the background, never waited for
     _reports(result, started, junit=junit, gradescope=gradescope, classroom=classroom)
     if as_json:
@@ -58,7 +63,7 @@ def check_command(as_json: bool, junit: Path | None, gradescope: Path | None, cl
     sys.exit(0 if result.passed else 1)
 
 
-def _grade_showing_progress(workspace):
+def _grade_showing_progress(workspace, records: dict[str, str] | None):
     """On a terminal, a live line while grading (checks done of total, one running), gone before the screen is drawn.
     Pipes and CI get nothing extra."""
     from rich.console import Console
@@ -68,10 +73,10 @@ def _grade_showing_progress(workspace):
 
     console = Console(highlight=False)
     if not console.is_terminal or os.environ.get("CI"):
-        return grade(workspace)
+        return grade(workspace, replays=records)
     line = ProgressLine(len(checks_up_to(workspace.lesson)))
     with Live(line, console=console, transient=True, refresh_per_second=8):
-        return grade(workspace, on_outcome=line.finished, on_start=line.started)
+        return grade(workspace, on_outcome=line.finished, on_start=line.started, replays=records)
 
 
 def _reports(result, started: datetime, **paths: Path | None) -> None:

@@ -26,6 +26,7 @@ import click
 
 from grader.commands.screen import missing_file, root_cause, show
 from grader.course.workspace import Workspace, here
+from grader.grading import replays
 from grader.grading.grade import Grade, checks_up_to, grade
 from grader.grading.runner import run_checks
 
@@ -46,7 +47,7 @@ def watch(workspace: Workspace, interval: float = 0.2, rounds: int | None = None
     console = console or Console(highlight=False)
     seen: dict[str, float] | None = None
     graded = 0
-    replays: dict[str, str] = {}  # stash's test runs, replayed after the next save when the tree they ran on is the same
+    records = replays.load(workspace.path)  # stash's test runs, replayed when the tree they ran on is the same
     while rounds is None or graded < rounds:
         current = snapshot(workspace.path / "rover")
         if current == seen:
@@ -56,11 +57,12 @@ def watch(workspace: Workspace, interval: float = 0.2, rounds: int | None = None
         seen = current
         graded += 1
         opening = f"── run {graded} · {time.strftime('%H:%M:%S')}{f' · {saved} saved' if saved else ''} "
-        for result, pending in stages(workspace, console, replays):
+        for result, pending in stages(workspace, console, records):
             _clear(console)
             console.print(f"[dim]{opening.ljust(console.width, '─')}[/]")
             footer = WAITING if missing_file(workspace.path) == "rover/" else FOOTER
             draw(console, result, pending, workspace.path, f"[dim]Run {graded}, graded at {time.strftime('%H:%M:%S')}. {footer}[/]")
+        replays.save(workspace.path, records)
 
 
 def changed(before: dict[str, float] | None, after: dict[str, float], workspace: Path) -> str:

@@ -29,13 +29,17 @@ SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 LEGACY = "kit-before-fixed-ids"  # the history an older kit built, kept so its workspaces still move on
 
 
-def location() -> Path:
-    """$WORKSHOP_CACHE, else the platform's cache folder for the kit."""
+def cache_root() -> Path:
+    """The kit's cache folder: $WORKSHOP_CACHE, else the platform's cache folder for the kit."""
     if os.environ.get("WORKSHOP_CACHE"):
-        return Path(os.environ["WORKSHOP_CACHE"]) / "template"
+        return Path(os.environ["WORKSHOP_CACHE"])
     from platformdirs import user_cache_path  # copier depends on platformdirs already
 
-    return user_cache_path("workshop") / "template"
+    return user_cache_path("workshop")
+
+
+def location() -> Path:
+    return cache_root() / "template"
 
 
 def template_source() -> Path:
