@@ -65,6 +65,8 @@ def _reachable_prefix() -> list[str]:
     return [*view, "--cap-add", "ALL", "--"]
 
 
+pytestmark = pytest.mark.xdist_group("autograder")  # one worker builds the kit's /autograder (about 50 s) and grades every case
+
 # The student user must reach the fake /autograder: not under the session's own temp folder, which is root's alone (0700).
 OPEN_TMP = "/tmp" if os.geteuid() == 0 else None
 

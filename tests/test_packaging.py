@@ -14,6 +14,9 @@ from grader.course import kit
 REPO = Path(__file__).resolve().parent.parent
 
 
+pytestmark = pytest.mark.xdist_group("packaging")  # one worker builds the wheel once for both tests
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")

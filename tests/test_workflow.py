@@ -60,6 +60,9 @@ def _run_steps(workspace: Path, tmp_path: Path, variables: dict[str, str], path:
     return done
 
 
+pytestmark = pytest.mark.xdist_group("workflow")  # one worker builds the wheel and the venv once for every test
+
+
 @pytest.fixture(scope="module")
 def kit_env(tmp_path_factory):
     """A venv the workflow's install step can pip-install the kit into, and the wheel to install. It sees the
