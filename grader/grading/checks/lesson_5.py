@@ -95,6 +95,14 @@ def long_lines(lab: Lab) -> None:
 @check("search.gitignore")
 def gitignore(lab: Lab) -> None:
     word, other = token(), token()
+    lab.file("repo/.git/HEAD", "ref: refs/heads/main\n")  # a git repository: there rg honours a .gitignore with no flag at all
+    lab.file("repo/.gitignore", "*.log\n")
+    lab.file("repo/debug.log", f"{other}\n")
+    lab.file("repo/app.py", f"{other}\n")
+    kept, _ = matches(lab.ok("search", pattern=other, path="repo"))
+    expect(f"repo/debug.log:1: {other}" not in kept,
+           f"search(pattern={other!r}, path='repo') shows repo/debug.log, which repo/.gitignore ignores ('*.log'), even in a git "
+           "repository: the tool turns off rg's own skipping of what a .gitignore names; leave it on")
     lab.file("plain/.gitignore", "*.log\n")  # no .git anywhere: a .gitignore still counts (--no-require-git)
     lab.file("plain/app.py", f"{other}\n")
     lab.file("plain/debug.log", f"{other}\n")
@@ -103,17 +111,21 @@ def gitignore(lab: Lab) -> None:
            f"search(pattern={other!r}, path='plain') shows plain/debug.log, which plain/.gitignore ignores ('*.log'): the folder is "
            "in no git repository, and there rg honours a .gitignore only when given --no-require-git")
     found(lab, [f"plain/app.py:1: {other}"], pattern=other, path="plain")
-    for n in range(7):  # 700 complaints about bad .gitignore lines on rg's stderr (about 70 KB): more than a pipe holds
-        lab.file(f"noisy/d{n}/.gitignore", "".join(f"broken{line}[glob\n" for line in range(100)))
+    for n in range(7):  # 700 complaints about bad .gitignore lines on rg's stderr (about 70 KB): more than a pipe holds;
+        # the first one quotes a NUL and then `7:`, so a complaint read as output looks like a match line
+        lab.file(f"noisy/d{n}/.gitignore", "".join(f"broken{line}[glob\n" for line in range(100)).replace("broken0[", "x\x007:broken["))
     lab.file("noisy/found.txt", f"{other}\n")
     try:
         result = lab.tool("search", pattern=other, path="noisy")
     except CheckTimeout as late:  # the tool waits on rg, and rg on a full stderr pipe nobody reads
-        if late.kind == "busy":
+        if late.kind != "wait":
             raise
         raise CheckFailed(f"search(pattern={other!r}, path='noisy') never answered: rg wrote 700 complaints about bad .gitignore "
                           "lines (about 70 KB) to its stderr, more than a pipe holds, and waited for someone to read them; "
                           "add --no-messages, or read stderr and stdout at once") from None
+    expect("error parsing glob" not in result.text,
+           f"rg's complaints about bad .gitignore lines, which rg writes to stderr, came back in the answer: keep stderr apart from "
+           f"the matches (stdout), and add --no-messages; got {excerpt(result.text)}")
     expect(matches(result)[0] == [f"noisy/found.txt:1: {other}"],
            f"rg complains on stderr about 700 bad .gitignore lines (--no-messages keeps it quiet); the search should still answer "
            f"'noisy/found.txt:1: {other}', got {excerpt(result.text)}")
@@ -268,7 +280,14 @@ def bounded(lab: Lab) -> None:
     tree(lab, {f"big/f{n:03}.txt": body for n in range(200)})  # 100,000 matching lines, about 3.5 MB
     for mode in ("with rg", "without rg"):
         if mode == "with rg":
-            result, peak = lab.measure("search", pattern=word)
+            try:
+                result, peak = lab.measure("search", pattern=word)
+            except CheckTimeout as late:  # the tool waits on rg, and rg on a full stdout pipe
+                if late.kind != "wait":
+                    raise
+                raise CheckFailed(f"with rg: search(pattern={word!r}) over 100,000 matching lines (about 3.5 MB) never answered: rg "
+                                  "fills the stdout pipe, then waits for it to be read; read stdout line by line as rg writes it, "
+                                  "before anything that waits for rg to end (process.wait(), reading stderr)") from None
         else:
             with fallback(lab):
                 result, peak = lab.measure("search", pattern=word)
