@@ -293,5 +293,13 @@ def test_kept_records_are_read_whole_or_not_at_all(tmp_path, monkeypatch):
     for broken in ('{"a": 1}', "[1]", "{not json", "x" * (replays.MAX_BYTES + 1)):
         replays._file(tmp_path).write_text(broken)
         assert replays.load(tmp_path) == {}, broken[:20]
+    replays.save(tmp_path, {"a": "b"})
+    replays._file(tmp_path).chmod(0o666)
+    assert replays.load(tmp_path) == {}, "a file others may write is not read"
+    replays.save(tmp_path, {"a": "b"})
+    elsewhere = tmp_path / "planted.json"
+    replays._file(tmp_path).rename(elsewhere)
+    replays._file(tmp_path).symlink_to(elsewhere)
+    assert replays.load(tmp_path) == {}, "a link is not followed"
     replays.save(tmp_path, {})
-    assert not replays._file(tmp_path).exists(), "no records: no file"
+    assert not os.path.lexists(replays._file(tmp_path)), "no records: no file"

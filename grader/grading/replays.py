@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -30,9 +31,15 @@ def _file(workspace: Path) -> Path:
 def load(workspace: Path) -> dict[str, str]:
     """The records the last check of this workspace kept; {} if there are none, or they are not what we wrote."""
     try:
-        with open(_file(workspace), "rb") as source:
-            data = source.read(MAX_BYTES + 1)
-        found = json.loads(data) if len(data) <= MAX_BYTES else None
+        handle = os.open(_file(workspace), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(handle, "rb") as source:  # ours alone: a file another user put there (a shared cache) is not read
+            mine = os.fstat(source.fileno())
+            ours = stat.S_ISREG(mine.st_mode) and mine.st_uid == os.geteuid() and not mine.st_mode & 0o022
+            data = source.read(MAX_BYTES + 1) if ours else b""
+        found = json.loads(data) if data and len(data) <= MAX_BYTES else None
     except (OSError, ValueError):
         return {}
     if not isinstance(found, dict) or not all(isinstance(key, str) and isinstance(text, str) for key, text in found.items()):
@@ -47,7 +54,7 @@ def save(workspace: Path, records: dict[str, str]) -> None:
         if not records:
             target.unlink(missing_ok=True)
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".replays-")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
