@@ -88,6 +88,18 @@ def test_a_run_that_changes_its_folder_is_never_replayed(side):
     assert runs() == 2, "a replay would not make the file the tests make"
 
 
+def test_a_forged_record_is_never_a_command(side, tmp_path):
+    """A record's .cwd goes into the script's sed command: one that is not a plain absolute path (sed's `e` flag runs
+    text as a command; an attack helper ran `id` so) makes the script run the tests for real, never replay it."""
+    tree, run, runs = side
+    run(tree("a"))
+    [cwd] = [path for path in (tmp_path / "replay").iterdir() if path.name.endswith(".cwd")]
+    cwd.write_text(f"^|echo INJECTED >{tmp_path / 'ran'} #|e;s|zzz")
+    again = run(tree("b"))
+    assert runs() == 2 and again.returncode == 0 and not (tmp_path / "ran").exists()
+    assert "INJECTED" not in again.stdout + again.stderr
+
+
 def test_anything_but_pytest_is_the_real_python(side):
     tree, run, runs = side
     where = tree("a")
@@ -214,6 +226,13 @@ def test_only_whole_records_are_carried_to_the_next_run(tmp_path):
         for part in ("out", "cwd"):
             (first.replay / f"{'c' * 64}.3.4.{part}").symlink_to(tmp_path)
         (first.replay / f"{'c' * 64}.3.4.err").write_text("")
+        for name, text in {f"{'d' * 64}.code": "0 5.6\n", f"{'d' * 64}.5.6.out": "x\n", f"{'d' * 64}.5.6.err": "",
+                           f"{'d' * 64}.5.6.cwd": "^|id #|e;s|zzz",  # not a plain path: it would reach the script's sed
+                           f"{'f' * 64}.code": "0 7.7\n", f"{'f' * 64}.7.7.out": "\udcff\n", f"{'f' * 64}.7.7.err": "",
+                           f"{'f' * 64}.7.7.cwd": "/x",  # not UTF-8
+                           f"{'9' * 64}.code": "9 8.8\n", f"{'9' * 64}.8.8.out": "x\n", f"{'9' * 64}.8.8.err": "",
+                           f"{'9' * 64}.8.8.cwd": "/x"}.items():  # not one of pytest's statuses
+            (first.replay / name).write_bytes(text.encode("utf-8", "surrogateescape"))
         kept = first.replays()
     finally:
         first.close()
@@ -238,8 +257,8 @@ def test_what_is_carried_is_bounded_however_many_records_the_side_makes(monkeypa
             key = f"{n:064x}"
             for name, text in {f"{key}.code": "0 1.1\n", f"{key}.1.1.out": "x" * 100, f"{key}.1.1.err": "", f"{key}.1.1.cwd": "/x"}.items():
                 (first.replay / name).write_text(text)
-        reads, read = [], RunFolder.read
-        monkeypatch.setattr(RunFolder, "read", lambda folder, path, limit: reads.append(path) or read(folder, path, limit))
+        reads, read = [], RunFolder.read_bytes
+        monkeypatch.setattr(RunFolder, "read_bytes", lambda folder, path, limit: reads.append(path) or read(folder, path, limit))
         kept = first.replays()
     finally:
         first.close()
@@ -251,6 +270,11 @@ def test_what_is_carried_is_bounded_however_many_records_the_side_makes(monkeypa
         for name, text in big.items():
             (second.replay / name).write_text(text)
         assert second.replays() == {}, "a record past the bytes it may read is not carried"
+        for n, size in enumerate(((64 << 10) - 11, 5)):  # the first leaves 3 bytes: the next must not be read past them
+            key = f"{n:064x}"
+            for name, text in {f"{key}.code": f"0 {n}.1\n", f"{key}.{n}.1.out": "z" * size, f"{key}.{n}.1.err": "", f"{key}.{n}.1.cwd": "/x"}.items():
+                (second.replay / name).write_text(text)
+        assert len(second.replays()) == 4, "one whole record, and never a read past what is left (it raised, once)"
     finally:
         second.close()
 
@@ -288,18 +312,39 @@ def test_kept_records_are_read_whole_or_not_at_all(tmp_path, monkeypatch):
     from grader.grading import replays
 
     monkeypatch.setenv("WORKSHOP_CACHE", str(tmp_path))
+    kept = tmp_path / "replays" / replays._name(tmp_path)
     replays.save(tmp_path, {"a": "b"})
-    assert replays.load(tmp_path) == {"a": "b"} and not [name for name in os.listdir(tmp_path / "replays") if name.startswith(".")]
-    for broken in ('{"a": 1}', "[1]", "{not json", "x" * (replays.MAX_BYTES + 1)):
-        replays._file(tmp_path).write_text(broken)
+    assert replays.load(tmp_path) == {"a": "b"} and os.listdir(tmp_path / "replays") == [kept.name], "written whole, then moved"
+    for broken in ('{"a": 1}', "[1]", "{not json", "[" * 200_000, '{"a": "\\ud800"}', "x" * (replays.MAX_BYTES + 1)):
+        kept.write_text(broken)
         assert replays.load(tmp_path) == {}, broken[:20]
+    replays.save(tmp_path, {"a": "\x01" * (replays.MAX_BYTES // 5)})
+    assert not kept.exists(), "records that would not be read back are not written"
     replays.save(tmp_path, {"a": "b"})
-    replays._file(tmp_path).chmod(0o666)
+    kept.chmod(0o666)
     assert replays.load(tmp_path) == {}, "a file others may write is not read"
     replays.save(tmp_path, {"a": "b"})
-    elsewhere = tmp_path / "planted.json"
-    replays._file(tmp_path).rename(elsewhere)
-    replays._file(tmp_path).symlink_to(elsewhere)
+    kept.rename(tmp_path / "planted.json")
+    kept.symlink_to(tmp_path / "planted.json")
     assert replays.load(tmp_path) == {}, "a link is not followed"
     replays.save(tmp_path, {})
-    assert not os.path.lexists(replays._file(tmp_path)), "no records: no file"
+    assert not os.path.lexists(kept) and (tmp_path / "planted.json").exists(), "no records: no file (the link, not its target)"
+
+
+def test_a_cache_folder_that_is_not_ours_alone_is_never_used(tmp_path, monkeypatch):
+    """A WORKSHOP_CACHE shared by mistake: a classmate's replays/ folder (open to all, or a link she made to a folder of
+    the victim's) is neither read nor written."""
+    from grader.grading import replays
+
+    monkeypatch.setenv("WORKSHOP_CACHE", str(tmp_path))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "replays").symlink_to(elsewhere)
+    replays.save(tmp_path, {"a": "b"})
+    assert os.listdir(elsewhere) == [] and replays.load(tmp_path) == {}
+    (tmp_path / "replays").unlink()
+    (tmp_path / "replays").mkdir()
+    (tmp_path / "replays").chmod(0o777)
+    (tmp_path / "replays" / replays._name(tmp_path)).write_text('{"a": "b"}')
+    replays.save(tmp_path, {"c": "d"})
+    assert replays.load(tmp_path) == {} and (tmp_path / "replays" / replays._name(tmp_path)).read_text() == '{"a": "b"}'

@@ -69,7 +69,11 @@ key=$(printf '%s\n' "$one" | cat - "$scratch.call" "$scratch.before.key" | sha25
 record="$runs/$key"
 replay() {  # $record.code names the run's status and the files that hold it: each written once, before it
     read -r code made <"$record.code" || return 1
+    case "$code" in [0-5]) ;; *) return 1 ;; esac
+    case "$made" in ''|*[!0-9.]*) return 1 ;; esac
     recorded=$(cat "$record.$made.cwd") || return 1
+    case "$recorded" in /*) ;; *) return 1 ;; esac
+    case "$recorded" in *[!A-Za-z0-9_./-]*) return 1 ;; esac  # it goes into a sed command: a path of plain characters only
     old=$(printf '%s' "$recorded" | sed 's/\./\\./g')
     sed "s|$old|$here|g" "$record.$made.out" && sed "s|$old|$here|g" "$record.$made.err" >&2 || return 1
     exit "$code"
@@ -101,6 +105,8 @@ exit "$code"
 
 
 RECORD = re.compile(r"[0-9a-f]{64}(\.code|\.[0-9]+\.[0-9]+\.(out|err|cwd))")  # a record's files, as the script names them
+STATUS = re.compile(r"[0-5] ([0-9]+\.[0-9]+)\n")  # a record's .code, as the script writes it: pytest's status, the run's mark
+CWD = re.compile(r"/[A-Za-z0-9_./-]*")  # its .cwd: the script keys only a folder whose path has these characters alone
 RECORDS = 32  # records a grader process carries from one run to the next, at most
 KEPT = 4 << 20  # bytes it reads to carry them, at most: past that it stops looking
 
@@ -117,7 +123,10 @@ def install(folder: Path, command: tuple[str, ...], records: dict[str, str], mar
     _new(folder / "python", script, 0o755)
     for name, text in list(records.items())[: 4 * RECORDS]:
         if RECORD.fullmatch(name):
-            _new(folder / name, text, 0o644)
+            try:
+                _new(folder / name, text, 0o644)
+            except (OSError, UnicodeError):  # one the grader cannot write as it was read: the script runs that test again
+                continue
 
 
 def _new(path: Path, text: str, mode: int) -> None:
@@ -130,27 +139,29 @@ def _new(path: Path, text: str, mode: int) -> None:
 
 def kept(run) -> dict[str, str]:
     """The whole records in `run`'s replay folder (their status file and the three it names), read through the run
-    folder's one reader: RECORDS of them at most, from the first 2 * RECORDS status files, and no more reading once
-    KEPT bytes were read, whatever was kept.
-    Only text is carried: the grader never acts on what it says."""
+    folder's one reader: RECORDS of them at most, from the first 2 * RECORDS status files, and no byte read past KEPT.
+    Only text in the forms the script writes is carried (a status and a number; an absolute path of plain characters,
+    which the script puts in a sed command), and the grader never acts on what it says."""
     names = run.names(FOLDER)
     listed = set(names)
     found: dict[str, str] = {}
-    read = 0
+    left = KEPT
     for status in sorted(name for name in names if name.endswith(".code") and RECORD.fullmatch(name))[: 2 * RECORDS]:
-        if len(found) >= 4 * RECORDS or read >= KEPT:
+        if len(found) >= 4 * RECORDS or left <= 0:
             break
-        said = run.read(run.replay / status, 64)
-        read += len(said)
-        made = said.split()[1] if len(said.split()) == 2 else ""
-        parts = [f"{status[:-5]}.{made}.{part}" for part in ("out", "err", "cwd")]
-        if not made or not set(parts) <= listed or not all(RECORD.fullmatch(name) for name in parts):
+        texts = {status: run.read_bytes(run.replay / status, min(64, left))}
+        left -= len(texts[status] or b"")
+        said = STATUS.fullmatch((texts[status] or b"").decode("ascii", "replace"))
+        parts = [f"{status[:-5]}.{said[1]}.{part}" for part in ("out", "err", "cwd")] if said else []
+        if not parts or not set(parts) <= listed or not all(RECORD.fullmatch(name) for name in parts):
             continue
-        texts = {}
         for name in parts:
-            texts[name] = run.read(run.replay / name, min(LIMIT, KEPT - read))
-            read += len(texts[name].encode("utf-8"))
-        if not (texts[parts[0]] and texts[parts[2]]) or "\ufffd" in "".join(texts.values()) or read > KEPT:
-            continue  # refused by the reader (a link, a FIFO, too big), not text as written, or past what it reads
-        found.update(texts, **{status: said})
+            texts[name] = run.read_bytes(run.replay / name, min(LIMIT, left)) if left > 0 else None
+            left -= len(texts[name] or b"")
+        try:
+            decoded = {name: data.decode("utf-8") for name, data in texts.items() if data is not None}
+        except UnicodeDecodeError:  # not text as written
+            continue
+        if len(decoded) == 4 and decoded[parts[0]] and CWD.fullmatch(decoded[parts[2]]):
+            found.update(decoded)
     return found

@@ -84,7 +84,12 @@ class RunFolder:
     def read(self, path: Path, limit: int = EVIDENCE) -> str:
         """What the side left at `path` (in this folder) as text, or '' if there is nothing the grader will read there:
         missing, a link anywhere on the way, not a regular file, or over `limit` bytes. Never blocks, never follows."""
-        return self._through_fd(lambda folder: folder.read_bytes(path, limit).decode("utf-8", "replace"), "")
+        found = self.read_bytes(path, limit)
+        return found.decode("utf-8", "replace") if found is not None else ""
+
+    def read_bytes(self, path: Path, limit: int = EVIDENCE) -> bytes | None:
+        """`read`'s bytes, as they are; None (not b'') if the grader will not read them."""
+        return self._through_fd(lambda folder: folder.read_bytes(path, limit), None)
 
     def names(self, folder: str) -> list[str]:
         """The entries of one of its top-level folders, listed from the pinned fd ([] if it is not a folder there)."""
@@ -106,8 +111,12 @@ class RunFolder:
             pinned.close()
 
     def replays(self) -> dict[str, str]:
-        """The side's whole test-run records, to install in this process's next run folder (replay.kept says which)."""
-        return replay.kept(self) if self.replay else {}
+        """The side's whole test-run records, to install in this process's next run folder (replay.kept says which).
+        The side wrote them: whatever goes wrong in reading them costs the records, never the run."""
+        try:
+            return replay.kept(self) if self.replay else {}
+        except Exception:
+            return {}
 
     def env(self) -> dict[str, str]:
         """What the student's side knows of the run: its mark, its temp folder, its home and the replaying `python`'s

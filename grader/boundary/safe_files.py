@@ -119,6 +119,7 @@ class Pinned:
     # --- reading ------------------------------------------------------------------------------
 
     def read_bytes(self, path: str | PurePath, limit: int = 256 << 20) -> bytes:
+        limit = max(0, limit)
         fd = self._open(path, os.O_RDONLY)
         try:
             with os.fdopen(fd, "rb", closefd=False) as stream:
