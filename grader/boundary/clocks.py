@@ -98,7 +98,7 @@ class Clock:
         self.started = time.monotonic()
         self._next = self.started + POLL
         procs = self.tree() if self.tree else []
-        self._base = processes.usage(procs).cpu if self.tree else 0.0
+        self._base = processes.cpu(procs) if self.tree else 0.0  # its CPU only: usage() would walk every mapping too
         if self.tree:
             self._seen, self._run_waited = {}, 0.0
             self._count_waits(procs, baseline=True)

@@ -30,7 +30,7 @@ def numbered(size: int, tag: str) -> str:
 def prose(size: int) -> str:
     """About `size` characters of the model's reasoning, or of a long task."""
     words = ["the", "feed", "parser", "drops", "dates", "when", "an", "offset", "is", "given", "so", "check", "each", "format"]
-    return " ".join(random.choice(words) for _ in range(size // 5))[:size]
+    return " ".join(random.choices(words, k=size // 5))[:size]
 
 
 def conversation(sizes: list[int], latest: int = 1500, talk: int = 0, task: str | list = "Find out why the feed parser drops dates.",
