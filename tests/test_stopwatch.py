@@ -59,6 +59,7 @@ def test_the_clock_keeps_the_waits_of_processes_that_ended_between_two_looks(mon
     looks = iter([{1: 5.0, 2: 1.0}, {1: 5.5, 2: 1.75, 3: 0.25}, {1: 6.0}])  # 2 and 3 ended after the second look
     monkeypatch.setattr("grader.boundary.processes.run_wait", lambda procs: next(looks))
     monkeypatch.setattr("grader.boundary.processes.usage", lambda procs: Usage())
+    monkeypatch.setattr("grader.boundary.processes.cpu", lambda procs: 0.0)  # the clock's zero
     clock = Clock(10, tree=lambda: [SimpleNamespace(pid=1, nice=lambda: 0)]).begin()  # the first look is the zero
     assert clock.waited() == pytest.approx(1.5)
     assert clock.waited() == pytest.approx(2.0)
@@ -85,6 +86,7 @@ def still_tree(monkeypatch):
     now = _Now()
     monkeypatch.setattr("grader.boundary.clocks.time", now)
     monkeypatch.setattr("grader.boundary.processes.usage", lambda procs: Usage(cpu=0.1))
+    monkeypatch.setattr("grader.boundary.processes.cpu", lambda procs: 0.1)  # the clock's zero
     return now, (lambda budget: Clock(budget, tree=lambda: [SimpleNamespace(pid=1, nice=lambda: 0)], own=(1,)).begin())
 
 
