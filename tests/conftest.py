@@ -154,6 +154,16 @@ def template_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def warm_rover():
+    """A helper that has the anthropic SDK imported, forking each live `python -m rover` (tests.warm_rover)."""
+    from tests.warm_rover import WarmRover
+
+    helper = WarmRover()
+    yield helper
+    helper.close()
+
+
+@pytest.fixture(scope="session")
 def rendered(tmp_path_factory):
     """rendered(lesson, solved) -> a pristine workspace path, shared: copy it before changing it."""
     cache: dict[tuple[int, bool], Path] = {}

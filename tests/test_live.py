@@ -26,14 +26,15 @@ def solved(workspace):
     return workspace(4, solved=True)
 
 
-WARM: list[WarmRover] = []  # the module's helper, while its tests run
+pytestmark = pytest.mark.xdist_group("anthropic")  # with test_relay.py: one worker imports the SDK, for both
+WARM: list[WarmRover] = []  # the session's helper (conftest's warm_rover), while this module's tests run
 
 
 @pytest.fixture(scope="module", autouse=True)
-def warm():
-    WARM.append(WarmRover())
+def warm(warm_rover):
+    WARM.append(warm_rover)
     yield
-    WARM.pop().close()
+    WARM.pop()
 
 
 def rover(root, *args: str, env: dict | None = None, timeout: int = 60, real: bool = False):

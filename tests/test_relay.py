@@ -6,10 +6,8 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 
-import anthropic
 import httpx
 import pytest
 from fastapi import FastAPI, Request
@@ -18,7 +16,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from grader.classroom.board import create_app
 from grader.classroom.relay import Relay
 from grader.classroom.serving import bind, in_thread
+from tests.warm_rover import lazy_anthropic
 
+anthropic = lazy_anthropic()  # imported by the first test that uses it: every xdist worker collects this file
+
+pytestmark = pytest.mark.xdist_group("anthropic")  # with test_live.py: one worker imports the SDK, for both
 INSTRUCTOR_KEY = "sk-ant-instructor-only"
 USAGE = {"input_tokens": 120, "output_tokens": 30}
 MODEL = {"type": "model", "id": "claude-sonnet-5-5", "display_name": "Claude Sonnet 5.5", "created_at": "2026-01-01T00:00:00Z"}
@@ -228,16 +230,16 @@ def test_twenty_concurrent_requests_are_forwarded_side_by_side(store, upstream):
     print(f"\n20 concurrent relayed requests: {took:.2f} s, peak in flight upstream {upstream.peak}")
 
 
-def test_rover_uses_the_class_relay_when_no_key_is_set(store, upstream, workspace):
+def test_rover_uses_the_class_relay_when_no_key_is_set(store, upstream, workspace, warm_rover):
     folder = workspace(1)
     subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     _, token = store.join("Ada")
     with relayed(store, upstream.url) as url:
         (folder / ".git" / "workshop-class.json").write_text(json.dumps({"url": url, "code": store.code, "name": "Ada", "token": token, "relay": True}))
         env = {key: value for key, value in os.environ.items() if not key.startswith("ANTHROPIC_")}
-        done = subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet"], cwd=folder, env=env, capture_output=True, text=True, timeout=60)
+        done = warm_rover.run(folder, ("say hi", "--quiet"), env)  # python -m rover, forked with the SDK imported
         own = {**env, "ANTHROPIC_API_KEY": "sk-students-own", "ANTHROPIC_BASE_URL": upstream.url}
-        mine = subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet"], cwd=folder, env=own, capture_output=True, text=True, timeout=60)
+        mine = warm_rover.run(folder, ("say hi", "--quiet"), own)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "hello from upstream"
     assert upstream.seen[0]["key"] == INSTRUCTOR_KEY
@@ -245,15 +247,14 @@ def test_rover_uses_the_class_relay_when_no_key_is_set(store, upstream, workspac
     assert store.students()[0].requests == 1
 
 
-def test_a_join_made_before_the_board_relayed_carries_over_and_a_board_without_one_says_so(store, upstream, workspace):
+def test_a_join_made_before_the_board_relayed_carries_over_and_a_board_without_one_says_so(store, upstream, workspace, warm_rover):
     folder = workspace(1)
     subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     _, token = store.join("Ada")
     env = {key: value for key, value in os.environ.items() if not key.startswith("ANTHROPIC_")}
 
     def rover(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "rover", "say hi", "--quiet", *args], cwd=folder, env=env,
-                              capture_output=True, text=True, timeout=60)
+        return warm_rover.run(folder, ("say hi", "--quiet", *args), env)  # python -m rover, forked with the SDK imported
 
     with in_thread(create_app(store)) as url:  # joined while the board had no relay
         (folder / ".git" / "workshop-class.json").write_text(json.dumps({"url": url, "code": store.code, "name": "Ada", "token": token, "relay": False}))

@@ -21,6 +21,7 @@ from fastapi.responses import StreamingResponse
 from grader.classroom.serving import bind, in_thread
 from tests.test_relay import INSTRUCTOR_KEY, FakeUpstream, relayed
 
+pytestmark = pytest.mark.xdist_group("anthropic")  # the SDK's import, paid once, on test_relay.py's worker
 TS_CLIENT = """
 import Anthropic from "@anthropic-ai/sdk";
 const ask = {model: "claude-sonnet-5-5", max_tokens: 64, messages: [{role: "user", content: "hi"}]};

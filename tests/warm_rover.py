@@ -4,11 +4,13 @@ Importing the SDK costs about 3 CPU seconds here, once per live run: most of tes
 one single-threaded helper process that imports the SDK (and httpx) once; each run is a fork of it that takes the
 run's folder, environment, arguments and output files, and runs rover's `__main__` as `python -m rover` would. The
 workspace's own `rover` is imported fresh in each fork (the helper never imports it). One live test in test_live.py
-still starts a real `python -m rover`, as a student does.
+still starts a real `python -m rover`, as a student does. The helper is the session's (conftest's `warm_rover`), shared by
+test_live.py and test_relay.py, which xdist keeps on one worker (the "anthropic" group): one import of the SDK there.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import select
@@ -82,3 +84,11 @@ class WarmRover:
         except subprocess.TimeoutExpired:
             os.killpg(self.helper.pid, signal.SIGKILL)
             self.helper.wait()
+
+
+class lazy_anthropic:
+    """The anthropic module, imported on first use: a test file that names it at the top would make every xdist worker
+    pay the import while collecting, whether or not it runs one of the file's tests."""
+
+    def __getattr__(self, name: str):
+        return getattr(importlib.import_module("anthropic"), name)
