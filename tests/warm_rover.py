@@ -91,4 +91,6 @@ class lazy_anthropic:
     pay the import while collecting, whether or not it runs one of the file's tests."""
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):  # pytest's collector asks every module-level name for __test__ and the like
+            raise AttributeError(name)
         return getattr(importlib.import_module("anthropic"), name)
