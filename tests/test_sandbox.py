@@ -281,7 +281,8 @@ def test_the_grader_type_checks_every_answer_itself(tmp_path, data):
         lab.tool("read", path="x")
 
 
-@pytest.mark.parametrize("name", heavy(["fork_memory", "fork_read", "daemon"]))
+@pytest.mark.slow  # each 6-18 CPU s: the same fixtures, extras on, are in every run (test_a_hostile_submission_gains_nothing...)
+@pytest.mark.parametrize("name", ["fork_memory", "fork_read", "daemon"])
 def test_without_the_linux_extras_the_verdicts_hold(workspace, tmp_path, name):
     """No subreaper, no PR_SET_PDEATHSIG, no RLIMIT_AS (macOS, a dev container): the tree is still counted and swept."""
     fixture = FIXTURES / "hostile" / f"{name}.py"

@@ -127,6 +127,7 @@ def test_a_hostile_import_is_judged_the_same_in_both_modes(rendered, tmp_path, n
     assert judged["spawn"] == judged["fork"]  # the counts and the line an endless loop was caught on vary: N
 
 
+@pytest.mark.slow  # every check spawns a worker that imports the rover again: about 8 CPU s
 def test_a_spawned_worker_whose_own_import_fails_says_so(workspace, tmp_path):
     """The zygote's import passed; each spawned worker imports the rover again and that raises: every check is an
     error naming the file and line, and nothing is left."""
