@@ -1,6 +1,10 @@
 """The grader survives whatever student code does: loops, exits, crashes, floods, syntax errors, a hang at import."""
 from __future__ import annotations
 
+import os
+import signal
+import tempfile
+
 import pytest
 
 from grader.course import kit
@@ -275,3 +279,31 @@ def test_a_clean_up_after_the_clock_ran_out_keeps_the_timeout(workspace):
                     "    return _real(cwd, command, timeout)\n")
     [outcome] = run_checks(root, [check for check in kit.lesson(6).checks if check.id == "gate.stash-scenario"], time_limit=0.5, jobs=1)
     assert outcome.status == "timeout" and outcome.message.startswith("still waiting after 0.5 s"), outcome
+
+
+def test_a_ctrl_c_while_the_lanes_start_ends_the_run_as_an_interrupt(workspace, monkeypatch):
+    """A rehearsal's Ctrl-C landed between two lanes' start(): the clean-up joined a lane never started, and the check
+    ended with a RuntimeError traceback and exit 1 instead of 130."""
+    import threading
+
+    from grader.boundary.runfolder import PREFIX
+
+    root = workspace(1, solved=True)
+    real, lanes = threading.Thread.start, []
+
+    def start(thread):
+        if getattr(thread, "_target", None) is not None and thread._target.__name__ == "_lane":
+            lanes.append(thread)
+            if len(lanes) == 2:
+                raise KeyboardInterrupt
+        real(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_checks(root, kit.lesson(1).checks, jobs=4)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert len(lanes) == 2 and not any(lane.is_alive() for lane in lanes)
+    assert not [name for name in os.listdir(tempfile.gettempdir()) if name.startswith(PREFIX)]

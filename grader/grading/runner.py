@@ -227,7 +227,8 @@ class _Run:
             worker.stop()
         deadline = time.monotonic() + 0.5
         for lane in self.lanes:
-            lane.join(max(0.0, deadline - time.monotonic()))
+            if lane.is_alive():  # a Ctrl-C while start() was starting them leaves some never started
+                lane.join(max(0.0, deadline - time.monotonic()))
         for worker in list(self.workers):  # one a lane started while we were stopping the others
             worker.stop()
         if self.zygote:
