@@ -6,9 +6,13 @@ import socket
 import time
 
 import httpx
+import pytest
 
 from grader.classroom.relay import Relay
 from tests.test_relay import INSTRUCTOR_KEY, relayed, sdk, upstream  # noqa: F401 (upstream: the fixture)
+
+pytestmark = pytest.mark.xdist_group("anthropic")  # its SDK client: imported once, on test_relay.py's worker
+
 
 def held_and_used(store) -> tuple[int, int]:
     ada = store.students()[0]
