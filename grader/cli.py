@@ -30,25 +30,33 @@ refuse_native_windows()  # before importing anything that needs a POSIX system (
 
 from grader.ctrl_c import exits_quietly, forget_interrupts, ignore_ctrl_c, loaded, stop  # noqa: E402  first: from here on a Ctrl-C is quiet (exit 130)
 
+import importlib  # noqa: E402
+
 import click  # noqa: E402
 
-from grader.commands.check import check_command
-from grader.commands.classroom import class_group
-from grader.commands.demo import demo_command
-from grader.commands.dev import dev_group
-from grader.commands.hint import hint_command
-from grader.commands.join import join_command, leave_command
-from grader.commands.lesson import lesson_command
-from grader.commands.next import next_command
-from grader.commands.reset import reset_command
-from grader.commands.solution import solution_command
-from grader.commands.start import start_command
-from grader.commands.status import status_command
-from grader.commands.transcript import transcript_command
-from grader.commands.watch import watch_command
-from grader.errors import one_line_usage
+from grader.errors import one_line_usage  # noqa: E402
 
 loaded()  # the imports are in: a Ctrl-C is a KeyboardInterrupt again, which each command's exits_quietly catches
+
+# Each command's module, imported only when that command runs (or `--help` lists them all): `workshop check`, run
+# hundreds of times a class, does not load the classroom's, the demo's or the author's commands.
+COMMANDS = {
+    "start": "grader.commands.start:start_command",
+    "check": "grader.commands.check:check_command",
+    "next": "grader.commands.next:next_command",
+    "status": "grader.commands.status:status_command",
+    "hint": "grader.commands.hint:hint_command",
+    "lesson": "grader.commands.lesson:lesson_command",
+    "watch": "grader.commands.watch:watch_command",
+    "reset": "grader.commands.reset:reset_command",
+    "solution": "grader.commands.solution:solution_command",
+    "demo": "grader.commands.demo:demo_command",
+    "transcript": "grader.commands.transcript:transcript_command",
+    "dev": "grader.commands.dev:dev_group",
+    "class": "grader.commands.classroom:class_group",
+    "join": "grader.commands.join:join_command",
+    "leave": "grader.commands.join:leave_command",
+}
 
 
 class _Workshop(click.Group):
@@ -62,18 +70,21 @@ class _Workshop(click.Group):
         with exits_quietly(), one_line_usage():  # click itself would make a Ctrl-C "Aborted!" and exit 1
             return super().invoke(ctx)
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attribute)
+
 
 @click.group(cls=_Workshop, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="workshop-kit")
 def main() -> None:
     """Build Rover, a coding agent, one tool per lesson."""
 
-
-for command in (start_command, check_command, next_command, status_command, hint_command, lesson_command,
-                watch_command, reset_command, solution_command, demo_command, transcript_command, dev_group, class_group):
-    main.add_command(command)
-main.add_command(join_command)
-main.add_command(leave_command)
 
 
 def run() -> None:

@@ -101,7 +101,7 @@ runpy.run_module("grader.cli", run_name="__main__", alter_sys=True)
 
 def test_ctrl_c_before_the_kits_own_handler_is_quiet(started):
     root = started(1)
-    for module in ("grader.ctrl_c", "click", "grader.commands.check"):
+    for module in ("grader.ctrl_c", "click", "grader.commands.status"):  # the last: the command, loaded when it runs
         probe = subprocess.run([sys.executable, "-c", CTRL_C_DURING.format(module=module)], cwd=root,
                                capture_output=True, text=True, timeout=60)
         assert probe.returncode == 130, (module, probe.returncode, probe.stderr[-800:])
