@@ -92,24 +92,24 @@ def long_lines(lab: Lab) -> None:
         expect(kept[1] == f"min.js:2: short {word}", f"{mode}: short lines stay whole, got {excerpt(kept[1])}")
 
 
+def _leaves_out_the_ignored(lab: Lab, folder: str, other: str, why: str) -> None:
+    """A search over `folder` must not show its debug.log, which the folder's .gitignore names; `why` ends the message."""
+    lab.file(f"{folder}/.gitignore", "*.log\n")
+    lab.file(f"{folder}/app.py", f"{other}\n")
+    lab.file(f"{folder}/debug.log", f"{other}\n")
+    kept, _ = matches(lab.ok("search", pattern=other, path=folder))
+    expect(f"{folder}/debug.log:1: {other}" not in kept,
+           f"search(pattern={other!r}, path={folder!r}) shows {folder}/debug.log, which {folder}/.gitignore ignores ('*.log'){why}")
+
+
 @check("search.gitignore")
 def gitignore(lab: Lab) -> None:
     word, other = token(), token()
     lab.file("repo/.git/HEAD", "ref: refs/heads/main\n")  # a git repository: there rg honours a .gitignore with no flag at all
-    lab.file("repo/.gitignore", "*.log\n")
-    lab.file("repo/debug.log", f"{other}\n")
-    lab.file("repo/app.py", f"{other}\n")
-    kept, _ = matches(lab.ok("search", pattern=other, path="repo"))
-    expect(f"repo/debug.log:1: {other}" not in kept,
-           f"search(pattern={other!r}, path='repo') shows repo/debug.log, which repo/.gitignore ignores ('*.log'), even in a git "
-           "repository: the tool turns off rg's own skipping of what a .gitignore names; leave it on")
-    lab.file("plain/.gitignore", "*.log\n")  # no .git anywhere: a .gitignore still counts (--no-require-git)
-    lab.file("plain/app.py", f"{other}\n")
-    lab.file("plain/debug.log", f"{other}\n")
-    kept, _ = matches(lab.ok("search", pattern=other, path="plain"))
-    expect(f"plain/debug.log:1: {other}" not in kept,
-           f"search(pattern={other!r}, path='plain') shows plain/debug.log, which plain/.gitignore ignores ('*.log'): the folder is "
-           "in no git repository, and there rg honours a .gitignore only when given --no-require-git")
+    _leaves_out_the_ignored(lab, "repo", other, ", even in a git repository: the tool turns off rg's own skipping of what a "
+                                                ".gitignore names; leave it on")
+    _leaves_out_the_ignored(lab, "plain", other, ": the folder is in no git repository, and there rg honours a .gitignore only "
+                                                 "when given --no-require-git")  # no .git anywhere: a .gitignore still counts
     found(lab, [f"plain/app.py:1: {other}"], pattern=other, path="plain")
     for n in range(7):  # 700 complaints about bad .gitignore lines on rg's stderr (about 70 KB): more than a pipe holds;
         # the first one quotes a NUL and then `7:`, so a complaint read as output looks like a match line
