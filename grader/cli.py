@@ -86,7 +86,6 @@ def main() -> None:
     """Build Rover, a coding agent, one tool per lesson."""
 
 
-
 def run() -> None:
     """The `workshop` program. Once a command is over, a Ctrl-C changes nothing: Python's exit puts back the default
     SIGINT, which would kill it with no word while its work is already done (or already undone)."""

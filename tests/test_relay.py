@@ -16,9 +16,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from grader.classroom.board import create_app
 from grader.classroom.relay import Relay
 from grader.classroom.serving import bind, in_thread
-from tests.warm_rover import lazy_anthropic
+from tests.warm_rover import LazyAnthropic
 
-anthropic = lazy_anthropic()  # imported by the first test that uses it: every xdist worker collects this file
+anthropic = LazyAnthropic()  # imported by the first test that uses it: every xdist worker collects this file
 
 pytestmark = pytest.mark.xdist_group("anthropic")  # with test_live.py: one worker imports the SDK, for both
 INSTRUCTOR_KEY = "sk-ant-instructor-only"

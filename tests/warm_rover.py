@@ -86,7 +86,7 @@ class WarmRover:
             self.helper.wait()
 
 
-class lazy_anthropic:
+class LazyAnthropic:
     """The anthropic module, imported on first use: a test file that names it at the top would make every xdist worker
     pay the import while collecting, whether or not it runs one of the file's tests."""
 
