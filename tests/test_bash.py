@@ -104,3 +104,22 @@ def test_stdin_is_closed(bash):
 def test_a_timeout_that_is_not_a_number_is_an_argument_error(bash):
     result = bash("true", timeout="soon")
     assert result.is_error and "timeout should be number" in result.text
+
+
+CLOCK_CHECKS = ("bash.timeout", "bash.timeout-output-closed", "bash.timeout-while-printing", "bash.kills-group")
+
+
+@pytest.mark.parametrize("floor", ["0.1", "1"])
+def test_the_clock_checks_call_within_the_students_own_schema(workspace, floor):
+    # the kit's stub says 0.1 and the checks give 0.5 s; a stub from before said 1, and its owner's tool refuses less
+    # ("timeout must be at least 1"): graded at 1 s, the same tool passes
+    from grader.course import kit
+    from grader.grading.runner import run_checks
+
+    root = workspace(2, solved=True)
+    tool = root / "rover/tools/bash.py"
+    tool.write_text(tool.read_text().replace('"minimum": 0.1,', f'"minimum": {floor},', 1))
+    assert f'"minimum": {floor},' in tool.read_text()
+    outcomes = run_checks(root, [check for check in kit.lesson(2).checks if check.id in CLOCK_CHECKS])
+    assert sorted((outcome.check.id, outcome.status, outcome.message) for outcome in outcomes) == \
+           sorted((check, "passed", "") for check in CLOCK_CHECKS)

@@ -31,7 +31,7 @@ INPUT_SCHEMA = {
     "type": "object",
     "properties": {
         "command": {"type": "string", "description": "The command, run with bash -c."},
-        "timeout": {"type": "number", "minimum": 1, "description": f"Seconds before it is killed. Default {DEFAULT_TIMEOUT}."},
+        "timeout": {"type": "number", "minimum": 0.1, "description": f"Seconds before it is killed. Default {DEFAULT_TIMEOUT}."},
     },
     "required": ["command"],
     "additionalProperties": False,
@@ -110,7 +110,7 @@ def _read_some(stream, tail: Tail, spill, wait: float = 0.05) -> bool:
 
 def _drain(stream, tail: Tail, spill) -> None:
     """Take what is already in the pipe, without waiting for writers that may never close it."""
-    stop = time.monotonic() + 1
+    stop = time.monotonic() + 0.5  # a job left behind may keep the pipe full for ever
     while time.monotonic() < stop and select.select([stream], [], [], 0)[0]:
         if not _read_some(stream, tail, spill, 0):
             return
