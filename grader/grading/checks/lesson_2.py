@@ -241,7 +241,11 @@ def timeout_while_printing(lab: Lab) -> None:
 @check("bash.kills-group")
 def kills_group(lab: Lab) -> None:
     # the child ignores SIGTERM (as some servers do), and exec keeps that: only SIGKILL ends it
-    result = lab.error("bash", command="sh -c 'trap \"\" TERM; echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=shortest_timeout(lab))
+    limit = shortest_timeout(lab)
+    result, took = lab.timed("bash", command="sh -c 'trap \"\" TERM; echo $$ > child.pid; exec sleep 60' & sleep 60", timeout=limit)
+    expect(result.is_error, f"a command past its timeout should be an is_error result, got {excerpt(result.text)}")
+    if not (lab.tmp / "child.pid").is_file():
+        took.excuse(limit)  # held back for the whole timeout, the child may never have had a CPU to start on
     expect((lab.tmp / "child.pid").is_file(), f"the command never ran (it writes child.pid first); bash said {excerpt(result.text)}")
     pid = int(lab.files.read_text("child.pid"))  # the pid as the sandbox numbers it: the Lab looks it up
     try:
