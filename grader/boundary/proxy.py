@@ -42,6 +42,7 @@ GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute(
 
 OUT_OF_MEMORY = "the machine ran out of memory and its kernel ended the largest process"  # graded again in class grade
 COMPLAINT = 1 << 16  # bytes of the side's start-up complaints the grader reads (it quotes the last line)
+DYING = 1.0  # seconds a process the code has just killed may take to end before it counts as left running
 ZYGOTE_GROWTH = 64 << 20  # bytes of anonymous memory the zygote may gain after the import (its own loop needs little)
 
 
@@ -412,6 +413,10 @@ class Worker:
 
     def _check_forks(self) -> None:
         left = [pid for pid in children(self.pid) if running(pid)] if self.pid else []  # a zombie has ended: no harm
+        ending = time.monotonic() + DYING
+        while left and time.monotonic() < ending:  # killed just before the call returned (killpg, no wait): still dying
+            time.sleep(0.01)
+            left = [pid for pid in left if running(pid)]
         if left:
             self.spoiled = True
             names = ", ".join(f"{pid} ({name(pid)})" for pid in left[:3])

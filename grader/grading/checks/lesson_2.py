@@ -195,6 +195,8 @@ def timeout(lab: Lab) -> None:
     found = output.find("Command timed out")
     expect(found and float(found.group(1)) == limit, f"with timeout={limit:g} the result should end with 'Command timed out after {limit:g} seconds', "
                                                    f"got {excerpt(result.text[-100:])}")
+    expect(took.wall >= limit, f"with timeout={limit:g} the command was stopped after {took.wall:.2f} s, before its timeout: the deadline "
+                               "is the start plus the timeout as given, a number that need not be whole")
     if "waiting" not in output.body:
         took.excuse(limit)  # held back for the whole timeout, bash may never have had a CPU to print on before it
     expect("waiting" in output.body, f"output printed before the timeout should still come back, got {excerpt(result.text)}")
@@ -370,6 +372,10 @@ def drain_cap(lab: Lab) -> None:
                              timeout=30)
     tidy(parse(result), lab)
     lab.file("stop", "")
+    if not lab.files.is_file("started"):  # the job writes it in the directory it was started in, before bash ends
+        took.excuse(5)  # held back the 5 s bash waits for it, the job may never have had a CPU to start on
+        raise CheckFailed(f"the command starts a job that writes a file named `started` in the working directory, and none is "
+                          f"there: does the tool run the command in cwd? bash said {excerpt(result.text[-200:])}")
     for _ in range(100):  # the job's report, once it has had a CPU to look at the pipe a last time
         if lab.files.is_file("drained"):
             break
@@ -381,7 +387,7 @@ def drain_cap(lab: Lab) -> None:
     expect(not result.is_error, f"bash exited 0, leaving a job behind that keeps printing; expected a result that is not an error, got {excerpt(result.text[-200:])}")
     advice = ("look at process.poll() on every round, not only when the pipe is quiet, and once bash has exited, read what is left "
               "while select(..., 0) says there is data, for half a second at most, then stop")
-    expect(read_after < 3, f"bash exited, leaving a job behind that prints without pause, and the tool was still reading its output "
+    expect(read_after < 1.5, f"bash exited, leaving a job behind that prints without pause, and the tool was still reading its output "
                            f"{read_after:.1f} s later (it returned after {took.wall:.1f} s): {advice}")
     if ended == "life":  # the tool neither returned nor closed the pipe in the 5 s the job printed after bash's exit
         expect(not took.late(5), f"bash exited, leaving a job behind that prints without pause, and the tool took {took.wall:.1f} s to return: {advice}")
