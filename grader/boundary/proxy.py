@@ -416,7 +416,7 @@ class Worker:
         ending = time.monotonic() + DYING
         while left and time.monotonic() < ending:  # killed just before the call returned (killpg, no wait): still dying
             time.sleep(0.01)
-            left = [pid for pid in left if running(pid)]
+            left = [pid for pid in children(self.pid) if running(pid)]  # all of them again: one may fork as it ends
         if left:
             self.spoiled = True
             names = ", ".join(f"{pid} ({name(pid)})" for pid in left[:3])
