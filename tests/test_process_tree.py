@@ -66,3 +66,20 @@ def test_a_process_caught_mid_exit_counts_as_gone(shell, monkeypatch):
     assert processes.marked("WORKSHOP_NO_SUCH_MARK", "x") == []
     processes.gone([psutil.Process(shell.pid)], timeout=0.1)  # still running: it only waits
     cleanup.end_processes(None, "no-such-token")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's flags and pending signals are /proc's")
+def test_a_process_is_ending_once_a_sigkill_is_on_its_way_and_not_before():
+    # stopped first, so the SIGKILL stays pending a moment: the grader then waits for it, and for nothing else
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not linux_proc.ending(sleeper.pid)
+        sleeper.send_signal(19)  # SIGSTOP
+        time.sleep(0.05)
+        assert not linux_proc.ending(sleeper.pid)
+        sleeper.kill()
+        assert linux_proc.ending(sleeper.pid)  # pending, exiting or a zombie: the kernel's either way
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not linux_proc.ending(sleeper.pid)

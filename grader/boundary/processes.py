@@ -9,7 +9,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from grader.boundary.backends.linux_proc import child_pids, held_memory, held_memory_ceiling, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks)
+from grader.boundary.backends.linux_proc import child_pids, ending, held_memory, held_memory_ceiling, lowered_on_linux, run_wait, thread_wait  # noqa: F401  (the waits: for the clocks; ending: for the proxy)
 
 
 def _psutil():

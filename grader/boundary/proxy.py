@@ -33,7 +33,7 @@ from grader.boundary import starting
 from grader.boundary.backends.linux_proc import oom_kills, open_deleted
 from grader.boundary.clocks import CheckTimeout, Clock, MemoryExceeded
 from grader.boundary.crash import crash_site, dump_stack as _dump_stack
-from grader.boundary.processes import children, cpu, exit_story, kill_tree, name, process, runnable, running, tree
+from grader.boundary.processes import children, cpu, ending, exit_story, kill_tree, name, process, runnable, running, tree
 from grader.boundary.runfolder import CRASH_LOG, MAX_ANSWER, RunFolder, remove_tree
 from grader.boundary.worker import UP
 
@@ -42,7 +42,7 @@ GRADER_PATH = [entry for entry in sys.path if entry and Path(entry).is_absolute(
 
 OUT_OF_MEMORY = "the machine ran out of memory and its kernel ended the largest process"  # graded again in class grade
 COMPLAINT = 1 << 16  # bytes of the side's start-up complaints the grader reads (it quotes the last line)
-DYING = 1.0  # seconds a process the code has just killed may take to end before it counts as left running
+DYING = 1.0  # seconds a process the kernel is already ending may take to end before it counts as left running
 ZYGOTE_GROWTH = 64 << 20  # bytes of anonymous memory the zygote may gain after the import (its own loop needs little)
 
 
@@ -413,10 +413,11 @@ class Worker:
 
     def _check_forks(self) -> None:
         left = [pid for pid in children(self.pid) if running(pid)] if self.pid else []  # a zombie has ended: no harm
-        ending = time.monotonic() + DYING
-        while left and time.monotonic() < ending:  # killed just before the call returned (killpg, no wait): still dying
-            time.sleep(0.01)
-            left = [pid for pid in children(self.pid) if running(pid)]  # all of them again: one may fork as it ends
+        if left and all(ending(pid) for pid in left):  # killed just before the call returned (killpg, no wait): the
+            deadline = time.monotonic() + DYING          # kernel is ending them, and they run no more code of their own
+            while left and time.monotonic() < deadline:
+                time.sleep(0.01)
+                left = [pid for pid in left if running(pid)]
         if left:
             self.spoiled = True
             names = ", ".join(f"{pid} ({name(pid)})" for pid in left[:3])

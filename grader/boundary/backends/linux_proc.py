@@ -109,6 +109,26 @@ def child_pids(pid: int) -> list[int] | None:
     return found
 
 
+PF_EXITING = 0x4  # a task's flag (the ninth field of /proc/PID/stat) from the moment it starts to exit
+SIGKILL_BIT = 1 << 8  # SIGKILL (9) in the pending-signal masks of /proc/PID/status
+
+
+def ending(pid: int) -> bool:
+    """Linux: the kernel is already ending this process (a SIGKILL is pending, or it has begun to exit): it runs no
+    more code of its own. False if it is not, if it is gone, and where the system does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as source:
+            stat = source.read()
+        if int(stat[stat.rindex(b")") + 2:].split()[6]) & PF_EXITING:
+            return True
+        with open(f"/proc/{pid}/status", "rb") as source:
+            status = source.read().decode("ascii", "replace")
+    except (OSError, ValueError, IndexError):
+        return False
+    return any(line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & SIGKILL_BIT
+               for line in status.splitlines())
+
+
 @functools.cache
 def _children_files() -> bool:
     return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
